@@ -1,0 +1,136 @@
+"""The `cdcwatch` command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Sequence
+
+from cdcwatch import __version__
+from cdcwatch.config import DEFAULT_PORT, Config, ConfigError, load_config
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_DOWN, EXIT_CONFIG = 0, 1, 2
+
+_DESCRIPTION = f"""\
+cdcwatch watches change-data-capture pipelines (Debezium → Kafka → Spark) and exports what
+it sees as Prometheus metrics.
+
+  cdcwatch serve --config cdcwatch.yml   serve /metrics (default http://127.0.0.1:{DEFAULT_PORT}/metrics)
+  cdcwatch check --config cdcwatch.yml   scrape every target once and print a table
+  cdcwatch docs metrics|config           print the metrics or configuration reference
+  cdcwatch demo                          run a local PostgreSQL + Debezium stack, monitored
+
+The config file is YAML; see the README's configuration reference.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cdcwatch", description=_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"cdcwatch {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="serve /metrics for Prometheus")
+    serve.add_argument("--config", "-c", required=True, help="YAML configuration file")
+    serve.add_argument("--listen-address", help="override listen.address from the config")
+    serve.add_argument("--port", type=int, help="override listen.port from the config")
+
+    check = commands.add_parser("check", help="scrape every target once; exit 0 all up, 1 any down, 2 bad config")
+    check.add_argument("--config", "-c", required=True, help="YAML configuration file")
+
+    docs = commands.add_parser("docs", help="print a generated reference (Markdown)")
+    docs.add_argument("what", choices=["metrics", "config"])
+
+    demo = commands.add_parser("demo", help="start PostgreSQL + a real Debezium connector + cdcwatch locally")
+    demo.add_argument("--state-dir", default=".cdcwatch/demo", help="where the demo keeps its data and logs")
+    demo.add_argument("--port", type=int, default=DEFAULT_PORT, help="port of cdcwatch's /metrics")
+    demo.add_argument("--rows", type=int, default=20000, help="rows in the demo table before the snapshot")
+    return parser
+
+
+def _load(path: str) -> Config:
+    config = load_config(path)
+    logging.getLogger().setLevel(config.log_level.upper())
+    return config
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from cdcwatch.exporter import Exporter, build_collectors
+    from cdcwatch.server import make_http_server
+
+    config = _load(args.config)
+    address = args.listen_address or config.listen.address
+    port = args.port or config.listen.port
+    exporter = Exporter(build_collectors(config))
+    try:
+        server = make_http_server(address, port, exporter)
+    except OSError as exc:
+        print(f"cdcwatch: cannot listen on {address}:{port}: {exc.strerror}", file=sys.stderr)
+        exporter.close()
+        return EXIT_CONFIG
+    stop = threading.Event()
+
+    def shutdown(signum: int, frame: object) -> None:
+        stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    host = f"[{address}]" if ":" in address else address
+    logging.info("cdcwatch %s serving http://%s:%d/metrics for %d target(s)", __version__, host, port, len(config.targets))
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+        exporter.close()
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from cdcwatch.check import render_table
+    from cdcwatch.exporter import Exporter, build_collectors
+
+    config = _load(args.config)
+    exporter = Exporter(build_collectors(config))
+    try:
+        results = exporter.scrape()
+    finally:
+        exporter.close()
+    print(render_table(results))
+    return EXIT_OK if all(r.up for r in results) else EXIT_DOWN
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from cdcwatch import reference
+
+    print(reference.metrics_reference() if args.what == "metrics" else reference.config_reference(), end="")
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from cdcwatch.stack.demo import run_demo
+
+    return run_demo(args.state_dir, args.port, args.rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = _parser().parse_args(argv)
+    handlers = {"serve": _serve, "check": _check, "docs": _docs, "demo": _demo}
+    if args.command is None:
+        _parser().print_help()
+        return EXIT_CONFIG
+    try:
+        return handlers[args.command](args)
+    except ConfigError as exc:
+        print(f"cdcwatch: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

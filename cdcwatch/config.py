@@ -1,0 +1,270 @@
+"""The YAML configuration: loaded once, `${ENV}`-interpolated, validated into typed objects.
+
+Every problem is reported as one line naming its key path (``targets[1].jmx.port: expected an
+integer``); values are never echoed, so secrets cannot leak through an error message.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "DEFAULT_PORT",
+    "RESERVED_LABELS",
+    "Config",
+    "ConfigError",
+    "JmxSettings",
+    "ListenSettings",
+    "TargetConfig",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_PORT = 10121
+"""Default port of `/metrics`; see README "Port" for why this number."""
+
+RESERVED_LABELS = frozenset(
+    {"target", "collector", "plugin", "server", "context", "task", "database", "table",
+     "operation", "state", "status", "quantile", "key", "job", "instance"}
+)
+"""Label names cdcwatch sets itself; static target labels may not reuse them."""
+
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; `problems` holds one line per fault."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"invalid configuration in {source}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_host(host: str) -> str:
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    if not _HOSTNAME.match(host):
+        raise ValueError("not a valid host name or IP address")
+    return host
+
+
+class ListenSettings(_Strict):
+    """Where `/metrics` is served."""
+
+    address: str = Field("127.0.0.1", description="Bind address (use 0.0.0.0 to listen on all interfaces).")
+    port: int = Field(DEFAULT_PORT, ge=1, le=65535, description="TCP port of the HTTP endpoint.")
+
+    _address = field_validator("address")(_check_host)
+
+
+class JmxSettings(_Strict):
+    """How to reach one JVM's MBean server."""
+
+    host: str | None = Field(None, description="JMX host; give `host` + `port`, or `url`.")
+    port: int | None = Field(None, ge=1, le=65535, description="JMX (RMI registry) port.")
+    url: str | None = Field(None, description="Full JMX service URL, e.g. `service:jmx:rmi:///jndi/rmi://h:9010/jmxrmi`.")
+    username: str | None = Field(None, description="JMX user (for a password-protected agent).")
+    password: SecretStr | None = Field(None, description="JMX password; use `${ENV_VAR}`, never a literal.")
+    ssl: bool = Field(False, description="Connect with SSL (the JVM's default trust store applies).")
+    backend: Literal["jpype", "jmxquery"] = Field(
+        "jpype", description="`jpype`: persistent in-process client (default). `jmxquery`: one JVM per scrape, no Map/array values."
+    )
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, value: str | None) -> str | None:
+        return None if value is None else _check_host(value)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("service:jmx:"):
+            raise ValueError("must start with 'service:jmx:'")
+        return value
+
+    @model_validator(mode="after")
+    def _address(self) -> JmxSettings:
+        if self.url is None and (self.host is None or self.port is None):
+            raise ValueError("give either host and port, or url")
+        if self.url is not None and (self.host is not None or self.port is not None):
+            raise ValueError("give either host and port, or url, not both")
+        if (self.username is None) != (self.password is None):
+            raise ValueError("username and password go together")
+        return self
+
+    @property
+    def service_url(self) -> str:
+        """The JMX service URL this target is reached at."""
+        if self.url is not None:
+            return self.url
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"service:jmx:rmi:///jndi/rmi://{host}:{self.port}/jmxrmi"
+
+
+class TargetConfig(_Strict):
+    """One monitored endpoint: today a JVM running Debezium connectors."""
+
+    name: str = Field(description="Unique target name; the `target` label of its series.")
+    jmx: JmxSettings = Field(description="The JVM's JMX endpoint; its Debezium MBeans are collected.")
+    timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this target.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this target.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _TARGET_NAME.match(value):
+            raise ValueError("use letters, digits, '_', '.', ':' or '-'")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not _LABEL_NAME.match(name) or name.startswith("__"):
+                raise ValueError(f"label name {name!r} is not a valid Prometheus label name")
+            if name in RESERVED_LABELS:
+                raise ValueError(f"label name {name!r} is set by cdcwatch itself")
+        return value
+
+
+class Config(_Strict):
+    """The whole configuration file."""
+
+    listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
+    targets: list[TargetConfig] = Field(min_length=1, description="What to scrape.")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Config:
+        seen: set[str] = set()
+        for target in self.targets:
+            if target.name in seen:
+                raise ValueError(f"target name {target.name!r} is used twice")
+            seen.add(target.name)
+        return self
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+_TYPE_MESSAGES = {
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "string_type": "expected a string",
+    "dict_type": "expected a mapping",
+    "list_type": "expected a list",
+    "model_type": "expected a mapping",
+    "missing": "required key is missing",
+    "extra_forbidden": "unknown key",
+}
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _message(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    if kind in _TYPE_MESSAGES:
+        return _TYPE_MESSAGES[kind]
+    if kind == "literal_error":
+        return "expected " + error["ctx"]["expected"].replace("'", "'")
+    if kind == "value_error":
+        return str(error["ctx"]["error"])
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than", "too_short"):
+        return error["msg"].replace("Input should", "must").replace("List should", "must")
+    return error["msg"][0].lower() + error["msg"][1:]
+
+
+def _interpolate(node: Any, loc: tuple[int | str, ...], env: dict[str, str], problems: list[str]) -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of the parsed YAML tree."""
+    if isinstance(node, dict):
+        return {k: _interpolate(v, (*loc, str(k)), env, problems) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interpolate(v, (*loc, i), env, problems) for i, v in enumerate(node)]
+    if not isinstance(node, str):
+        return node
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        problems.append(f"{_path(loc)}: environment variable {name} is not set")
+        return ""
+
+    return _ENV_REF.sub(replace, node)
+
+
+def parse_config(text: str, source: str = "<config>", env: dict[str, str] | None = None) -> Config:
+    """Parse and validate YAML text; raise ConfigError listing every fault."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise ConfigError(source, [f"{where}{problem}"]) from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(source, ["(top level): expected a mapping"])
+    if any(not isinstance(k, str) for k in raw):
+        raise ConfigError(source, ["(top level): keys must be strings"])
+    problems: list[str] = []
+    data = _interpolate(raw, (), dict(os.environ) if env is None else env, problems)
+    if problems:
+        raise ConfigError(source, problems)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{_path(e['loc'])}: {_message(e)}" for e in exc.errors(include_input=False)]
+        raise ConfigError(source, lines) from None
+
+
+def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
+    """Read and validate a configuration file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), [f"cannot read file: {exc.strerror}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError(str(path), ["file is not UTF-8 text"]) from None
+    return parse_config(text, str(path), env)

@@ -1,0 +1,82 @@
+"""Collects every Debezium connector MBean of one JVM into Prometheus families."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from cdcwatch.config import TargetConfig
+from cdcwatch.debezium.mapping import convert, requested_attributes
+from cdcwatch.families import Collection, FamilyBuilder
+from cdcwatch.jmx import JmxClient, MBean
+
+__all__ = ["MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
+
+MBEAN_PATTERN = "debezium.*:type=connector-metrics,*"
+"""Every Debezium connector bean: postgres, mysql, sql_server, oracle, mongodb, … in any key order."""
+
+_STANDARD_KEYS = ("server", "context", "task", "database")
+_INVALID_LABEL_CHARS = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def _tag_label(key: str, taken: set[str]) -> str:
+    """A valid label name for a `custom.metric.tags` key that clashes with no other label."""
+    name = _INVALID_LABEL_CHARS.sub("_", key)
+    if not name or name[0].isdigit() or name.startswith("__"):
+        name = "tag_" + name.lstrip("_")
+    while name in taken:
+        name = "tag_" + name
+    return name
+
+
+def bean_labels(bean: MBean, target: str, static: dict[str, str]) -> dict[str, str]:
+    """Labels of one bean: target, plugin (from the domain), server, context, task/database, custom tags."""
+    labels = {"target": target, **static}
+    labels["plugin"] = bean.domain.removeprefix("debezium.")
+    for key in _STANDARD_KEYS:
+        if key in bean.keys:
+            labels[key] = bean.keys[key]
+    for key, value in sorted(bean.keys.items()):
+        if key == "type" or key in _STANDARD_KEYS:
+            continue
+        labels[_tag_label(key, set(labels))] = value
+    return labels
+
+
+def _summary(beans: Sequence[MBean]) -> str:
+    streaming = [b for b in beans if b.keys.get("context") == "streaming"]
+    connected = sum(1 for b in streaming if b.attributes.get("Connected") is True)
+    lags = [v for b in streaming if isinstance(v := b.attributes.get("MilliSecondsBehindSource"), (int, float)) and v >= 0]
+    events = sum(v for b in beans if isinstance(v := b.attributes.get("TotalNumberOfEventsSeen"), int) and not isinstance(v, bool))
+    servers = sorted({b.keys.get("server", "?") for b in beans})
+    parts = [f"connectors={len(servers)}", f"beans={len(beans)}", f"connected={connected}/{len(streaming)}"]
+    if lags:
+        parts.append(f"lag={max(lags) / 1000:.3f}s")
+    parts.append(f"events={events}")
+    return " ".join(parts)
+
+
+class DebeziumCollector:
+    """Reads the Debezium beans of one target through a JMX client."""
+
+    collector = "debezium"
+
+    def __init__(self, target: TargetConfig, client: JmxClient) -> None:
+        self.target = target.name
+        self._static = dict(target.labels)
+        self._client = client
+        self._attributes = requested_attributes()
+
+    def collect(self) -> Collection:
+        beans = self._client.query(MBEAN_PATTERN, self._attributes)
+        builder = FamilyBuilder()
+        for bean in beans:
+            labels = bean_labels(bean, self.target, self._static)
+            for sample in convert(bean.attributes):
+                builder.add(sample.metric, sample.type, sample.help, {**labels, **dict(sample.labels)}, sample.value)
+        builder.add("cdcwatch_debezium_mbeans", "gauge", "Debezium connector MBeans found on the target.",
+                    {"target": self.target, **self._static}, float(len(beans)))
+        return Collection(builder.families(), _summary(beans))
+
+    def close(self) -> None:
+        self._client.close()

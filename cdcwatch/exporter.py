@@ -1,0 +1,163 @@
+"""Runs every target's collector under its own deadline and reports on itself.
+
+A target that is down, refuses, hangs or answers garbage gives `cdcwatch_up 0` and one more
+scrape error; the other targets are still served and the scrape returns within the largest
+target deadline. A collection still running from an earlier scrape is never started twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from prometheus_client.metrics_core import Metric
+
+from cdcwatch import __version__
+from cdcwatch.config import Config
+from cdcwatch.families import Collection, FamilyBuilder, TargetCollector
+
+__all__ = ["SELF_METRICS", "Exporter", "ScheduledCollector", "TargetResult", "build_collectors"]
+
+log = logging.getLogger("cdcwatch")
+
+SELF_METRICS: tuple[tuple[str, str, str, str], ...] = (
+    # (name, type, labels, help)
+    ("cdcwatch_up", "gauge", "collector, target", "1 if the last collection from the target succeeded, else 0."),
+    ("cdcwatch_scrape_duration_seconds", "gauge", "collector, target", "Time the last collection from the target took."),
+    ("cdcwatch_scrape_errors_total", "counter", "collector, target", "Failed collections from the target since cdcwatch started."),
+    ("cdcwatch_build_info", "gauge", "version, python_version", "Always 1; the labels tell the cdcwatch build."),
+)
+
+
+@dataclass(frozen=True)
+class ScheduledCollector:
+    """A target's collector with its deadline."""
+
+    collector: TargetCollector
+    timeout_seconds: float
+
+
+@dataclass
+class TargetResult:
+    """The outcome of one collection from one target."""
+
+    collector: str
+    target: str
+    up: bool
+    duration_seconds: float
+    error: str | None = None
+    collection: Collection = field(default_factory=Collection)
+
+
+def build_collectors(config: Config) -> list[ScheduledCollector]:
+    """One collector per configured target."""
+    from cdcwatch.debezium import DebeziumCollector
+    from cdcwatch.jmx import make_client
+
+    return [
+        ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
+        for t in config.targets
+    ]
+
+
+class Exporter:
+    """A prometheus_client collector that scrapes every target at collection time."""
+
+    def __init__(self, collectors: Sequence[ScheduledCollector]) -> None:
+        self._collectors = list(collectors)
+        self._pool = ThreadPoolExecutor(max_workers=max(len(self._collectors), 1), thread_name_prefix="cdcwatch-collect")
+        self._in_flight: dict[tuple[str, str], Future[Collection]] = {}
+        self._errors: dict[tuple[str, str], int] = {(s.collector.collector, s.collector.target): 0 for s in self._collectors}
+        self._last_up: dict[tuple[str, str], bool] = {}
+        self._lock = threading.Lock()
+
+    def scrape(self) -> list[TargetResult]:
+        """Collect every target concurrently, each under its own deadline."""
+        started = time.monotonic()
+        pending: list[tuple[ScheduledCollector, Future[Collection] | None]] = []
+        with self._lock:
+            for scheduled in self._collectors:
+                key = (scheduled.collector.collector, scheduled.collector.target)
+                previous = self._in_flight.get(key)
+                if previous is not None and not previous.done():
+                    pending.append((scheduled, None))
+                    continue
+                future = self._pool.submit(scheduled.collector.collect)
+                self._in_flight[key] = future
+                pending.append((scheduled, future))
+        return [self._await(scheduled, future, started) for scheduled, future in pending]
+
+    def _await(self, scheduled: ScheduledCollector, future: Future[Collection] | None, started: float) -> TargetResult:
+        name, target = scheduled.collector.collector, scheduled.collector.target
+        if future is None:
+            result = TargetResult(name, target, False, 0.0, "the previous collection has not finished (target hung)")
+        else:
+            remaining = scheduled.timeout_seconds - (time.monotonic() - started)
+            try:
+                collection = future.result(timeout=max(remaining, 0.0))
+                result = TargetResult(name, target, True, time.monotonic() - started, None, collection)
+            except FutureTimeout:
+                result = TargetResult(name, target, False, time.monotonic() - started,
+                                      f"no answer within {scheduled.timeout_seconds:g}s")
+            except Exception as exc:  # a collector failure must never fail the scrape
+                message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                result = TargetResult(name, target, False, time.monotonic() - started, message)
+        self._record(result)
+        return result
+
+    def _record(self, result: TargetResult) -> None:
+        key = (result.collector, result.target)
+        with self._lock:
+            if not result.up:
+                self._errors[key] = self._errors.get(key, 0) + 1
+            previous = self._last_up.get(key)
+            self._last_up[key] = result.up
+        if previous is None and not result.up or previous is True and not result.up:
+            log.warning("target %s (%s) is down: %s", result.target, result.collector, result.error)
+        elif previous is False and result.up:
+            log.info("target %s (%s) is up again", result.target, result.collector)
+
+    def self_families(self, results: Iterable[TargetResult]) -> list[Metric]:
+        """cdcwatch's own metrics for a set of results."""
+        builder = FamilyBuilder()
+        help_of = {name: help for name, _, _, help in SELF_METRICS}
+        for r in results:
+            labels = {"collector": r.collector, "target": r.target}
+            builder.add("cdcwatch_up", "gauge", help_of["cdcwatch_up"], labels, 1.0 if r.up else 0.0)
+            builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels, r.duration_seconds)
+            builder.add("cdcwatch_scrape_errors_total", "counter", help_of["cdcwatch_scrape_errors_total"], labels,
+                        float(self._errors.get((r.collector, r.target), 0)))
+        builder.add("cdcwatch_build_info", "gauge", help_of["cdcwatch_build_info"],
+                    {"version": __version__, "python_version": platform.python_version()}, 1.0)
+        return builder.families()
+
+    # prometheus_client collector protocol
+    def describe(self) -> list[Metric]:
+        """Nothing: registering the exporter must not touch the network."""
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        results = self.scrape()
+        merged: dict[str, Metric] = {}
+        for result in results:
+            for family in result.collection.families:
+                if family.name in merged:
+                    merged[family.name].samples.extend(family.samples)
+                else:
+                    merged[family.name] = family
+        yield from merged.values()
+        yield from self.self_families(results)
+
+    def close(self) -> None:
+        for scheduled in self._collectors:
+            try:
+                scheduled.collector.close()
+            except Exception:  # closing must not stop the others from closing
+                log.debug("closing %s failed", scheduled.collector.target, exc_info=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)

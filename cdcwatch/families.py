@@ -1,0 +1,47 @@
+"""Building fresh metric families on every scrape (no global state, no stale series)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol
+
+from prometheus_client.metrics_core import Metric
+
+__all__ = ["Collection", "FamilyBuilder", "TargetCollector"]
+
+
+class FamilyBuilder:
+    """Collects samples into families by metric name; counters get their `_total` sample name."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, Metric] = {}
+
+    def add(self, metric: str, type: str, help: str, labels: Mapping[str, str], value: float) -> None:
+        family = self._families.get(metric)
+        if family is None:
+            base = metric[: -len("_total")] if type == "counter" and metric.endswith("_total") else metric
+            family = Metric(base, help, type)
+            self._families[metric] = family
+        family.add_sample(metric, dict(labels), value)
+
+    def families(self) -> list[Metric]:
+        return list(self._families.values())
+
+
+@dataclass
+class Collection:
+    """What one collection from one target produced."""
+
+    families: list[Metric] = field(default_factory=list)
+    summary: str = ""  # key figures for `cdcwatch check`
+
+
+class TargetCollector(Protocol):
+    """Collects one target; raises on failure (the caller turns that into up=0)."""
+
+    collector: str
+    target: str
+
+    def collect(self) -> Collection: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,141 @@
+"""Default JMX backend: one persistent JMX connection per target through JPype.
+
+Connects once, reads each bean's attributes in one `getAttributes` call, converts every open
+type (`String[]`, TabularData maps, CompositeData, BigInteger) to Python, and reconnects on the
+next query after any failure.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+import jpype
+
+from cdcwatch.config import JmxSettings
+from cdcwatch.jmx.client import JmxError, JmxValue, MBean
+from cdcwatch.jmx.jvm import ensure_jvm
+
+__all__ = ["JpypeClient", "to_python"]
+
+_INTEGRAL = {"java.lang.Long", "java.lang.Integer", "java.lang.Short", "java.lang.Byte", "java.util.concurrent.atomic.AtomicLong"}
+_FLOATING = {"java.lang.Double", "java.lang.Float", "java.math.BigDecimal"}
+
+
+def to_python(value: Any) -> JmxValue:
+    """Convert a Java attribute value to plain Python data."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, float)) and not hasattr(value, "getClass"):
+        return value
+    if isinstance(value, int) and not hasattr(value, "getClass"):
+        return value
+    cls = str(value.getClass().getName())
+    if cls == "java.lang.Boolean":
+        return bool(value)
+    if cls in _INTEGRAL or cls == "java.math.BigInteger":
+        return int(str(value.toString()))
+    if cls in _FLOATING:
+        return float(str(value.toString()))
+    if cls.startswith("["):
+        return [_scalar(v) for v in value]
+    tabular = jpype.JClass("javax.management.openmbean.TabularData")
+    composite = jpype.JClass("javax.management.openmbean.CompositeData")
+    if isinstance(value, tabular):
+        out: dict[str, Any] = {}
+        for row in value.values():
+            keys = list(row.getCompositeType().keySet())
+            if "key" in keys and "value" in keys:
+                out[str(row.get("key"))] = _scalar(row.get("value"))
+        return out
+    if isinstance(value, composite):
+        return {str(k): _scalar(value.get(k)) for k in value.getCompositeType().keySet()}
+    if isinstance(value, jpype.JClass("java.util.Map")):
+        return {str(k): _scalar(v) for k, v in value.entrySet()}
+    if isinstance(value, jpype.JClass("java.util.Collection")):
+        return [_scalar(v) for v in value]
+    return str(value.toString())
+
+
+def _scalar(value: Any) -> Any:
+    converted = to_python(value)
+    return converted if not isinstance(converted, (list, dict)) else str(converted)
+
+
+def _describe(exc: BaseException) -> str:
+    """One safe line: the Java exception class and the first line of its message."""
+    if isinstance(exc, jpype.JException):
+        name = str(exc.getClass().getSimpleName())
+        message = exc.getMessage()
+        cause = exc.getCause()
+        while message is None and cause is not None:
+            name, message, cause = str(cause.getClass().getSimpleName()), cause.getMessage(), cause.getCause()
+        text = f"{name}: {message}" if message else name
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return text.splitlines()[0][:300] if text else "unknown error"
+
+
+class JpypeClient:
+    """A persistent JMX connection to one JVM."""
+
+    def __init__(self, settings: JmxSettings, timeout_seconds: float) -> None:
+        self._settings = settings
+        self._timeout = timeout_seconds
+        self._lock = threading.Lock()
+        self._connector: Any = None
+        self._connection: Any = None
+
+    def _connect(self) -> Any:
+        ensure_jvm(self._timeout)
+        HashMap = jpype.JClass("java.util.HashMap")
+        JMXServiceURL = jpype.JClass("javax.management.remote.JMXServiceURL")
+        JMXConnectorFactory = jpype.JClass("javax.management.remote.JMXConnectorFactory")
+        env = HashMap()
+        if self._settings.username is not None and self._settings.password is not None:
+            credentials = jpype.JArray(jpype.JString)([self._settings.username, self._settings.password.get_secret_value()])
+            env.put("jmx.remote.credentials", credentials)
+        if self._settings.ssl:
+            env.put("com.sun.jndi.rmi.factory.socket", jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")())
+        self._connector = JMXConnectorFactory.connect(JMXServiceURL(self._settings.service_url), env)
+        self._connection = self._connector.getMBeanServerConnection()
+        return self._connection
+
+    def query(self, pattern: str, attributes: Sequence[str]) -> list[MBean]:
+        with self._lock:
+            try:
+                connection = self._connection or self._connect()
+                ObjectName = jpype.JClass("javax.management.ObjectName")
+                wanted = jpype.JArray(jpype.JString)(list(attributes))
+                beans = []
+                for name in connection.queryNames(ObjectName(pattern), None):
+                    bean = self._read(connection, name, wanted)
+                    if bean is not None:
+                        beans.append(bean)
+                return sorted(beans, key=lambda b: b.name)
+            except Exception as exc:  # any failure: drop the connection, report one line
+                self._drop()
+                raise JmxError(_describe(exc)) from None
+
+    @staticmethod
+    def _read(connection: Any, name: Any, wanted: Any) -> MBean | None:
+        try:
+            values = connection.getAttributes(name, wanted)
+        except jpype.JException as exc:
+            if str(exc.getClass().getSimpleName()) == "InstanceNotFoundException":
+                return None  # the bean went away between the listing and the read
+            raise
+        attributes = {str(a.getName()): to_python(a.getValue()) for a in values.asList()}
+        keys = {str(k): str(v) for k, v in name.getKeyPropertyList().entrySet()}
+        return MBean(str(name.getCanonicalName()), str(name.getDomain()), keys, attributes)
+
+    def _drop(self) -> None:
+        connector, self._connector, self._connection = self._connector, None, None
+        if connector is not None:
+            try:
+                connector.close()
+            except Exception:  # closing a broken connection may fail too; nothing to keep
+                pass
+
+    def close(self) -> None:
+        self._drop()

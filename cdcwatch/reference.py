@@ -1,0 +1,93 @@
+"""Generated Markdown references: metrics from the mapping table, configuration from the models.
+
+The README embeds both between markers; a test regenerates them and fails on any drift.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from cdcwatch.config import Config
+from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
+from cdcwatch.exporter import SELF_METRICS
+
+__all__ = ["config_reference", "metrics_reference"]
+
+_BEAN_LABELS = "target, plugin, server, context (+ task, database, custom tags, static labels)"
+
+
+def metrics_reference() -> str:
+    """Every metric cdcwatch exports, with type, labels, help and its MBean attribute(s)."""
+    lines = ["### Self metrics", "", "| metric | type | labels | help |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | {type} | {labels} | {help} |" for name, type, labels, help in SELF_METRICS]
+    lines += ["", "### Debezium (JMX)", "",
+              f"Every series carries the labels {_BEAN_LABELS}; extra labels are listed per metric.", "",
+              "| metric | type | extra labels | MBean attribute(s) | help |", "|---|---|---|---|---|"]
+    by_metric: dict[str, dict[str, Any]] = {}
+    for rule in RULES:
+        if rule.conversion is Conversion.FREE_TEXT:
+            continue
+        row = by_metric.setdefault(rule.metric, {"type": rule.type, "labels": [], "attrs": [], "help": rule.help})
+        extra = [k for k, _ in rule.labels] + ([rule.key_label] if rule.key_label else [])
+        if rule.conversion is Conversion.STATE:
+            extra.append("state")
+        row["labels"] += [label for label in extra if label not in row["labels"]]
+        row["attrs"].append(rule.attribute)
+    snapshot = SNAPSHOT_STATE_RULE
+    by_metric[snapshot.metric] = {"type": "gauge", "labels": ["state"], "attrs": [a for _, a in snapshot.sources],
+                                  "help": snapshot.help}
+    by_metric["cdcwatch_debezium_mbeans"] = {"type": "gauge", "labels": [], "attrs": ["(bean count)"],
+                                             "help": "Debezium connector MBeans found on the target (labels: target + static labels)."}
+    for name in sorted(by_metric):
+        row = by_metric[name]
+        labels = ", ".join(row["labels"]) or "-"
+        attrs = ", ".join(f"`{a}`" for a in row["attrs"])
+        lines.append(f"| `{name}` | {row['type']} | {labels} | {attrs} | {row['help']} |")
+    lines += ["", "Not exported (free text or unbounded values, never used as label values): "
+              + ", ".join(f"`{r.attribute}`" for r in RULES if r.conversion is Conversion.FREE_TEXT) + ".", ""]
+    return "\n".join(lines)
+
+
+_TYPE_WORDS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "SecretStr": "secret string",
+               "dict": "mapping of strings"}
+
+
+def _type_name(annotation: Any) -> str:
+    """A reader's name for a field type (no `|`, which would break the table)."""
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if getattr(annotation, "__origin__", None) is Literal:
+        return "one of " + ", ".join(f"`{a}`" for a in args)
+    if getattr(annotation, "__origin__", None) is dict:
+        return _TYPE_WORDS["dict"]
+    if args and getattr(annotation, "__origin__", None) is not list:
+        return _type_name(args[0])
+    return _TYPE_WORDS.get(getattr(annotation, "__name__", ""), getattr(annotation, "__name__", str(annotation)))
+
+
+def _model_rows(model: type[BaseModel], prefix: str, rows: list[str]) -> None:
+    for name, field in model.model_fields.items():
+        path = f"{prefix}{name}"
+        annotation = field.annotation
+        nested = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        items = getattr(annotation, "__args__", ())
+        if nested is None and items and isinstance(items[0], type) and issubclass(items[0], BaseModel):
+            nested, path = items[0], path + "[]"
+        if field.is_required():
+            default = "required"
+        elif field.default_factory is not None:
+            default = "`{}`" if "dict" in str(annotation) else "-"
+        else:
+            default = f"`{field.default}`" if field.default is not None else "-"
+        kind = nested.__name__ if nested else _type_name(annotation)
+        rows.append(f"| `{path}` | {kind} | {default} | {field.description or ''} |")
+        if nested is not None:
+            _model_rows(nested, path + ".", rows)
+
+
+def config_reference() -> str:
+    """Every configuration key with its type, default and meaning."""
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    _model_rows(Config, "", rows)
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,51 @@
+"""The HTTP endpoint: `/metrics`, a landing page at `/`, 404 elsewhere."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Callable, Iterable
+from wsgiref.simple_server import WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+
+from cdcwatch import __version__
+from cdcwatch.exporter import Exporter
+
+__all__ = ["build_app", "make_http_server"]
+
+_LANDING = f"""<!doctype html>
+<html><head><title>cdcwatch</title></head>
+<body><h1>cdcwatch {__version__}</h1>
+<p>Prometheus exporter for change-data-capture pipelines.</p>
+<p><a href="/metrics">Metrics</a></p></body></html>
+""".encode()
+
+
+def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
+    """A WSGI app serving the exporter's metrics."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(exporter)
+    metrics = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "/")
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        if path == "/":
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+            return [_LANDING]
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"not found; metrics are at /metrics\n"]
+
+    return app
+
+
+def make_http_server(address: str, port: int, exporter: Exporter) -> WSGIServer:
+    """A threaded HTTP server bound to address:port (IPv4 or IPv6)."""
+    family, _, _, _, sockaddr = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+
+    class Server(ThreadingWSGIServer):
+        address_family = family
+
+    return make_server(sockaddr[0], port, build_app(exporter), Server, handler_class=_SilentHandler)

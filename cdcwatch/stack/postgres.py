@@ -1,0 +1,58 @@
+"""A PostgreSQL server with logical decoding, on 127.0.0.1, owned by the caller."""
+
+from __future__ import annotations
+
+import glob
+import subprocess
+from pathlib import Path
+
+from cdcwatch.stack.procs import StackError, as_user, owned_dir, require_binary, run
+
+__all__ = ["PostgresServer"]
+
+
+def _bin_dir() -> Path:
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name))
+    if not versions:
+        raise StackError("PostgreSQL server not found: `apt-get install -y postgresql` (or run scripts/setup.sh)")
+    return Path(versions[-1])
+
+
+class PostgresServer:
+    """initdb on first start, then pg_ctl start/stop; SQL through psql."""
+
+    def __init__(self, state_dir: Path, port: int) -> None:
+        self.port = port
+        self.dir = owned_dir(state_dir, "postgres")
+        self.data = self.dir / "data"
+        self.log = self.dir / "postgres.log"
+        self._bin = _bin_dir()
+
+    def _pg(self, tool: str, *args: str, what: str) -> None:
+        run(as_user("postgres", [str(self._bin / tool), *args]), what)
+
+    def start(self) -> None:
+        if not (self.data / "PG_VERSION").exists():
+            self._pg("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", what="initdb")
+            with open(self.data / "postgresql.conf", "a", encoding="utf-8") as conf:
+                conf.write(
+                    "\n# cdcwatch local stack\n"
+                    "listen_addresses = '127.0.0.1'\n"
+                    f"unix_socket_directories = '{self.dir}'\n"
+                    "wal_level = logical\nmax_wal_senders = 10\nmax_replication_slots = 10\n"
+                    "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+                )
+        self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", f"-p {self.port}", "-w", "-t", "60", "start",
+                 what=f"starting PostgreSQL on 127.0.0.1:{self.port} (log: {self.log})")
+
+    def stop(self) -> None:
+        if (self.data / "postmaster.pid").exists():
+            subprocess.run(as_user("postgres", [str(self._bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"]),
+                           capture_output=True, timeout=60)
+
+    def sql(self, statement: str, database: str = "postgres") -> str:
+        """Run SQL; return psql's unaligned, tuples-only output."""
+        psql = require_binary("psql", "postgresql-client")
+        done = run([psql, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database,
+                    "-v", "ON_ERROR_STOP=1", "-At", "-c", statement], f"psql: {statement[:60]}")
+        return done.stdout.strip()

@@ -1,0 +1,105 @@
+"""Process helpers shared by the local components."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+__all__ = ["StackError", "as_user", "free_port", "owned_dir", "port_open", "wait_for"]
+
+
+class StackError(RuntimeError):
+    """A local component could not be started; the message says what to fix."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    """True if something accepts TCP connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.2) -> object:
+    """Poll `condition` until it returns something truthy; raise StackError naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = condition()
+            if result:
+                return result
+        except Exception as exc:  # the condition may fail while the thing starts
+            last_error = exc
+        time.sleep(interval)
+    detail = f" (last error: {last_error})" if last_error else ""
+    raise StackError(f"timed out after {timeout:g}s waiting for {what}{detail}")
+
+
+def as_user(user: str, command: Sequence[str]) -> list[str]:
+    """`command` run as `user` when we are root (servers refuse to run as root)."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", user, "--", *command]
+    return list(command)
+
+
+def _reachable_by(path: Path, user: str) -> bool:
+    entry = pwd.getpwnam(user)
+    for parent in [path, *path.parents]:
+        try:
+            mode = parent.stat()
+        except FileNotFoundError:
+            continue
+        if mode.st_uid == entry.pw_uid:
+            continue
+        if not mode.st_mode & stat.S_IXOTH:
+            return False
+    return True
+
+
+def owned_dir(wanted: Path, user: str) -> Path:
+    """A directory `user` owns: `wanted`, or (as root, when `user` cannot reach it) one in /tmp."""
+    if os.geteuid() != 0:
+        wanted.mkdir(parents=True, exist_ok=True)
+        return wanted
+    if not _reachable_by(wanted.parent if not wanted.exists() else wanted, user):
+        wanted = Path(tempfile.gettempdir()) / f"cdcwatch-{user}-{abs(hash(str(wanted))) % 10**8}"
+    wanted.mkdir(parents=True, exist_ok=True)
+    os.chmod(wanted, 0o755)
+    shutil.chown(wanted, user, user)
+    return wanted
+
+
+def require_binary(path: str, package: str) -> str:
+    """The path of a server binary, or a StackError saying which package to install."""
+    found = shutil.which(path) or (path if Path(path).exists() else None)
+    if not found:
+        raise StackError(f"{path} not found: install it with `apt-get install -y {package}` (or run scripts/setup.sh)")
+    return found
+
+
+def run(command: Sequence[str], what: str, timeout: float = 120, **kw: object) -> subprocess.CompletedProcess[str]:
+    """Run a command; raise StackError with its output when it fails."""
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, **kw)  # type: ignore[call-overload]
+    except subprocess.TimeoutExpired:
+        raise StackError(f"{what}: timed out after {timeout:g}s") from None
+    if done.returncode != 0:
+        raise StackError(f"{what} failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
+    return done
