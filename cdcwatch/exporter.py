@@ -59,7 +59,9 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     """One collector per configured target."""
     from cdcwatch.debezium import DebeziumCollector
     from cdcwatch.jmx import make_client
+    from cdcwatch.jmx.jvm import set_response_timeout
 
+    set_response_timeout(max(t.timeout_seconds for t in config.targets))
     return [
         ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
         for t in config.targets

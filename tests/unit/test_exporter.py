@@ -1,0 +1,104 @@
+"""The exporter's own logic: deadlines, up/errors, state-change logging (fake collectors)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from cdcwatch.exporter import Exporter, ScheduledCollector
+from cdcwatch.families import Collection, FamilyBuilder
+
+
+class FakeCollector:
+    collector = "debezium"
+
+    def __init__(self, target, behaviour):
+        self.target = target
+        self.behaviour = behaviour
+        self.calls = 0
+
+    def collect(self):
+        self.calls += 1
+        return self.behaviour()
+
+    def close(self):
+        pass
+
+
+def ok():
+    builder = FamilyBuilder()
+    builder.add("cdcwatch_debezium_connected", "gauge", "h", {"target": "good"}, 1.0)
+    return Collection(builder.families(), "fine")
+
+
+def registry_for(exporter):
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(exporter)
+    return registry
+
+
+def scrape_values(registry):
+    """One scrape, as {(name, frozenset(labels)): value}."""
+    return {(sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(generate_latest(registry).decode()) for sample in family.samples}
+
+
+def test_failing_target_is_up_0_and_counted_while_others_are_served():
+    def broken():
+        raise ConnectionError("Connection refused to host: 127.0.0.1")
+
+    exporter = Exporter([ScheduledCollector(FakeCollector("good", ok), 1), ScheduledCollector(FakeCollector("bad", broken), 1)])
+    registry = registry_for(exporter)
+    good = frozenset({"collector": "debezium", "target": "good"}.items())
+    bad = frozenset({"collector": "debezium", "target": "bad"}.items())
+    for expected_errors in (1.0, 2.0):
+        values = scrape_values(registry)
+        assert values[("cdcwatch_up", good)] == 1.0
+        assert values[("cdcwatch_debezium_connected", frozenset({"target": "good"}.items()))] == 1.0
+        assert values[("cdcwatch_up", bad)] == 0.0
+        assert values[("cdcwatch_scrape_errors_total", bad)] == expected_errors
+        assert values[("cdcwatch_scrape_errors_total", good)] == 0.0
+    build = [k for k in values if k[0] == "cdcwatch_build_info"]
+    assert len(build) == 1 and dict(build[0][1])["version"] == __import__("cdcwatch").__version__
+    exporter.close()
+
+
+def test_hung_target_returns_within_deadline_and_is_not_started_twice():
+    release = threading.Event()
+    hung = FakeCollector("hung", lambda: release.wait(30) and ok())
+    exporter = Exporter([ScheduledCollector(hung, 0.3), ScheduledCollector(FakeCollector("good", ok), 0.3)])
+    started = time.monotonic()
+    results = {r.target: r for r in exporter.scrape()}
+    assert time.monotonic() - started < 1.0
+    assert not results["hung"].up and "no answer within 0.3s" in results["hung"].error
+    assert results["good"].up
+    results = {r.target: r for r in exporter.scrape()}
+    assert not results["hung"].up and "has not finished" in results["hung"].error
+    assert hung.calls == 1
+    release.set()
+    time.sleep(0.1)
+    assert {r.target: r.up for r in exporter.scrape()}["hung"]
+    exporter.close()
+
+
+def test_one_log_line_per_state_change(caplog):
+    state = {"up": False}
+
+    def flapping():
+        if not state["up"]:
+            raise OSError("down")
+        return ok()
+
+    exporter = Exporter([ScheduledCollector(FakeCollector("flap", flapping), 1)])
+    with caplog.at_level(logging.INFO, logger="cdcwatch"):
+        for up in (False, False, False, True, True, False):
+            state["up"] = up
+            exporter.scrape()
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["target flap (debezium) is down: down", "target flap (debezium) is up again",
+                        "target flap (debezium) is down: down"]
+    exporter.close()
