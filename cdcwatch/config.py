@@ -40,7 +40,7 @@ DEFAULT_PORT = 10121
 
 RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
-     "operation", "state", "status", "quantile", "key", "job", "instance"}
+     "operation", "state", "status", "percentile", "quantile", "key", "job", "instance"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 

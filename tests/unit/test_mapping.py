@@ -29,7 +29,7 @@ def test_postgres_streaming_after_dml():
     assert got[("cdcwatch_debezium_lag_behind_source_min_seconds", ())] == pytest.approx(0.081)
     assert got[("cdcwatch_debezium_lag_behind_source_max_seconds", ())] == pytest.approx(0.103)
     assert got[("cdcwatch_debezium_lag_behind_source_average_seconds", ())] == pytest.approx(0.09156756756756756)
-    assert got[("cdcwatch_debezium_lag_behind_source_quantile_seconds", (("quantile", "0.99"),))] == pytest.approx(0.10398726693863553)
+    assert got[("cdcwatch_debezium_lag_behind_source_percentile_seconds", (("percentile", "99"),))] == pytest.approx(0.10398726693863553)
     assert got[("cdcwatch_debezium_seconds_since_last_event", ())] == pytest.approx(10.942)
     assert got[("cdcwatch_debezium_committed_transactions_total", ())] == 3
     assert got[("cdcwatch_debezium_source_position", (("key", "lsn"),))] == 26670016

@@ -1,0 +1,98 @@
+"""Real components for integration tests: PostgreSQL, MariaDB, Debezium engines, `cdcwatch serve`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from cdcwatch.stack.mariadb import MariaDbServer
+from cdcwatch.stack.postgres import PostgresServer
+from cdcwatch.stack.procs import free_port, port_open, wait_for
+
+
+@pytest.fixture(scope="session")
+def stack_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="cdcwatch-it-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres(stack_dir: Path) -> Iterator[PostgresServer]:
+    server = PostgresServer(stack_dir / "postgres", free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb(stack_dir: Path) -> Iterator[MariaDbServer]:
+    server = MariaDbServer(stack_dir / "mariadb", free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+class Serve:
+    """A running `cdcwatch serve` process and a way to scrape it."""
+
+    def __init__(self, config_text: str, workdir: Path) -> None:
+        self.port = free_port()
+        self.config = workdir / f"cdcwatch-{self.port}.yml"
+        self.config.write_text(f"listen:\n  address: 127.0.0.1\n  port: {self.port}\n" + config_text, encoding="utf-8")
+        self.log = workdir / f"cdcwatch-{self.port}.log"
+        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config)],
+                                        stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        wait_for(lambda: port_open(self.port), 30, f"cdcwatch serve on {self.port} (log {self.log})")
+
+    def text(self, timeout: float = 60) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=timeout) as response:
+            return response.read().decode()
+
+    def scrape(self) -> dict[tuple[str, frozenset], float]:
+        return parse(self.text())
+
+    def timed_scrape(self) -> tuple[dict[tuple[str, frozenset], float], float]:
+        started = time.monotonic()
+        values = self.scrape()
+        return values, time.monotonic() - started
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+def parse(text: str) -> dict[tuple[str, frozenset], float]:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(values: dict, name: str, **labels: str) -> float | None:
+    """The one sample of `name` whose labels include `labels` (None if absent)."""
+    found = [v for (n, ls), v in values.items() if n == name and set(labels.items()) <= set(ls)]
+    assert len(found) <= 1, f"{name}{labels} matches {len(found)} series"
+    return found[0] if found else None
+
+
+@pytest.fixture
+def serve_factory(stack_dir: Path) -> Iterator:
+    started: list[Serve] = []
+
+    def make(config_text: str) -> Serve:
+        serve = Serve(config_text, stack_dir)
+        started.append(serve)
+        return serve
+
+    yield make
+    for serve in started:
+        serve.stop()
