@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -119,6 +120,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; exit at once afterwards if a JVM was started (its threads would hold the exit)."""
+    code = _run(argv)
+    if "jpype" in sys.modules and sys.modules["jpype"].isJVMStarted():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
     handlers = {"serve": _serve, "check": _check, "docs": _docs, "demo": _demo}

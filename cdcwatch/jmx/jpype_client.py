@@ -63,17 +63,15 @@ def _scalar(value: Any) -> Any:
 
 
 def _describe(exc: BaseException) -> str:
-    """One safe line: the Java exception class and the first line of its message."""
-    if isinstance(exc, jpype.JException):
-        name = str(exc.getClass().getSimpleName())
-        message = exc.getMessage()
-        cause = exc.getCause()
-        while message is None and cause is not None:
-            name, message, cause = str(cause.getClass().getSimpleName()), cause.getMessage(), cause.getCause()
-        text = f"{name}: {message}" if message else name
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return text.splitlines()[0][:300] if text else "unknown error"
+    """One safe line: the root Java exception's class and the first line of its message."""
+    if not isinstance(exc, jpype.JException):
+        return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    root = exc
+    while root.getCause() is not None and root.getCause() is not root:
+        root = root.getCause()
+    message = root.getMessage()
+    text = f"{root.getClass().getSimpleName()}: {message}" if message else str(root.getClass().getSimpleName())
+    return (text.splitlines() or ["unknown error"])[0].split("; nested exception is")[0][:300]
 
 
 class JpypeClient:

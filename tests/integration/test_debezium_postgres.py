@@ -132,6 +132,17 @@ def test_promtool_check_metrics_passes_on_a_real_scrape(exporter):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_check_command_exits_0_with_key_figures(exporter):
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "check", "--config", str(exporter.config)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    assert "yes" in rows["pg-jpype"] and "connectors=1" in rows["pg-jpype"] and "connected=1/1" in rows["pg-jpype"]
+    assert "yes" in rows["pg-jmxquery"]
+
+
 def test_hung_jvm_still_answers_within_deadline(exporter, connector):
     connector.signal(signal.SIGSTOP)
     try:
@@ -161,3 +172,4 @@ def test_killed_jvm_is_up_0_within_deadline_then_recovers_on_restart(exporter, c
     assert value(recovered, "cdcwatch_up", target="pg-jmxquery") == 1
     log = exporter.log.read_text()
     assert log.count("target pg-jpype (debezium) is down") == 2 and log.count("target pg-jpype (debezium) is up again") == 2
+

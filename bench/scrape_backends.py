@@ -1,0 +1,94 @@
+"""Full scrapes of one real Debezium connector through each JMX backend, in the same run.
+
+Starts PostgreSQL and a Debezium PostgreSQL connector (snapshot + streaming beans), then one
+`cdcwatch serve` per backend, and times N scrapes of /metrics each. Prints p50/p95 per backend,
+the jmxquery/jpype ratio and each exporter's RSS. Target: jpype p50 <= 50 ms and >= 10x faster.
+
+    .venv/bin/python bench/scrape_backends.py [--scrapes 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
+from cdcwatch.stack.postgres import PostgresServer
+from cdcwatch.stack.procs import free_port, port_open, wait_for
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    config = workdir / f"{backend}.yml"
+    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n  - name: {backend}\n"
+                      f"    timeout_seconds: 30\n    jmx: {{url: '{jmx_url}', backend: {backend}}}\n")
+    process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: port_open(port), 30, f"cdcwatch serve ({backend})")
+    return process, port
+
+
+def scrape_times(port: int, count: int) -> list[float]:
+    url = f"http://127.0.0.1:{port}/metrics"
+    urllib.request.urlopen(url, timeout=60).read()  # warm-up: connect / first JVM start
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        body = urllib.request.urlopen(url, timeout=60).read()
+        times.append(time.perf_counter() - started)
+        assert b'cdcwatch_up{collector="debezium"' in body and b"} 1.0" in body
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scrapes", type=int, default=25)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-"))
+    base.chmod(0o755)
+    pg = PostgresServer(base / "pg", free_port())
+    pg.start()
+    pg.sql("CREATE TABLE customers (id int PRIMARY KEY, name text);"
+           "INSERT INTO customers SELECT g, 'c' || g FROM generate_series(1, 5000) g;")
+    dbz = DebeziumProcess(base / "dbz", free_port(), postgres_connector_properties(base / "dbz", pg.port, "bench", "public.customers"))
+    processes = []
+    try:
+        dbz.start()
+        results = {}
+        for backend in ("jpype", "jmxquery"):
+            process, port = serve(base, dbz.jmx_url, backend)
+            processes.append(process)
+            if backend == "jpype":  # both beans present and streaming before timing
+                wait_for(lambda: b"cdcwatch_debezium_connected" in urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/metrics", timeout=30).read(), 60, "streaming bean")
+            times = scrape_times(port, args.scrapes)
+            results[backend] = (statistics.median(times), statistics.quantiles(times, n=20)[18], rss_mib(process.pid))
+        print(f"{'backend':10} {'p50 ms':>8} {'p95 ms':>8} {'RSS MiB':>8}   ({args.scrapes} scrapes of /metrics each)")
+        for backend, (p50, p95, rss) in results.items():
+            print(f"{backend:10} {p50 * 1000:8.1f} {p95 * 1000:8.1f} {rss:8.1f}")
+        ratio = results["jmxquery"][0] / results["jpype"][0]
+        print(f"jmxquery / jpype p50 ratio: {ratio:.1f}x  (target >= 10x; jpype p50 target <= 50 ms: "
+              f"{'met' if results['jpype'][0] <= 0.05 else 'NOT met'})")
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(30)
+        dbz.stop()
+        pg.stop()
+
+
+if __name__ == "__main__":
+    main()

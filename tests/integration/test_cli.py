@@ -1,0 +1,61 @@
+"""The `cdcwatch` command as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from cdcwatch import __version__
+from cdcwatch.stack.procs import free_port, port_open
+
+CLI = [sys.executable, "-m", "cdcwatch.cli"]
+
+
+def run(*args, env=None):
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_version_and_help():
+    assert run("--version").stdout.strip() == f"cdcwatch {__version__}"
+    help_text = run("--help").stdout
+    for word in ("serve", "check", "/metrics", "config"):
+        assert word in help_text
+
+
+def test_config_error_exits_2_naming_the_key_and_serves_nothing(tmp_path):
+    port = free_port()
+    config = tmp_path / "bad.yml"
+    config.write_text(f"listen: {{port: {port}}}\ntargets:\n  - name: a\n    jmx: {{host: 127.0.0.1, port: 1, username: u, "
+                      "password: '${CDCWATCH_TEST_PW}'}\n  - name: b\n    jmx: {host: 127.0.0.1, port: x}\n")
+    env = {"CDCWATCH_TEST_PW": "very-secret-pw", "PATH": "/usr/bin:/bin"}
+    for command in ("check", "serve"):
+        done = run(command, "--config", str(config), env=env)
+        assert done.returncode == 2
+        assert "targets[1].jmx.port: expected an integer" in done.stderr
+        assert "very-secret-pw" not in done.stderr + done.stdout
+    assert not port_open(port)
+    assert run("check", "--config", str(tmp_path / "missing.yml")).returncode == 2
+
+
+def test_check_exits_1_when_a_target_is_down(tmp_path):
+    config = tmp_path / "down.yml"
+    config.write_text(f"targets:\n  - name: nobody-home\n    timeout_seconds: 5\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
+    done = run("check", "--config", str(config))
+    assert done.returncode == 1, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("nobody-home"))
+    assert "NO" in line and "error:" in line
+
+
+def test_serve_landing_page_metrics_and_404(serve_factory):
+    serve = serve_factory(f"targets:\n  - name: nobody-home\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
+    base = f"http://127.0.0.1:{serve.port}"
+    assert b'href="/metrics"' in urllib.request.urlopen(base + "/", timeout=10).read()
+    text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    assert 'cdcwatch_up{collector="debezium",target="nobody-home"} 0.0' in text
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(base + "/other", timeout=10)
+    assert raised.value.code == 404
