@@ -10,6 +10,8 @@ from cdcwatch.jmx import JmxValue, MBean, parse_object_name
 SHARED = Path(os.environ.get("CDCWATCH_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 RECORDED = SHARED / "fixtures" / "real-debezium-3.6.3"
 SEEDS = SHARED / "seeds"
+if not RECORDED.is_dir() or not SEEDS.is_dir():
+    raise RuntimeError(f"shared fixtures not found at {SHARED}: check out shared/ beside the repository or set CDCWATCH_SHARED")
 
 
 def _scalar(text: str, java_type: str) -> JmxValue:
