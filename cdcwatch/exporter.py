@@ -59,9 +59,11 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     """One collector per configured target."""
     from cdcwatch.debezium import DebeziumCollector
     from cdcwatch.jmx import make_client
-    from cdcwatch.jmx.jvm import set_response_timeout
+    from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
 
     set_response_timeout(max(t.timeout_seconds for t in config.targets))
+    if any(t.jmx.backend == "jpype" for t in config.targets):
+        ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
     return [
         ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
         for t in config.targets
