@@ -112,7 +112,7 @@ class DebeziumProcess:
         if self.process is not None:
             self.process.wait(30)
 
-    def stop(self, timeout: float = 30) -> None:
+    def stop(self, timeout: float = 20) -> None:
         if self.alive():
             assert self.process is not None
             self.signal(signal.SIGCONT)

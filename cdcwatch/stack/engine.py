@@ -9,6 +9,7 @@ optionally with a password file. Each engine needs its own process: one JVM per 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -84,16 +85,22 @@ def main(spec_path: str) -> int:
                 time.sleep(pause)
 
     engine = DebeziumJsonEngine(properties=spec["properties"], handler=EventFileHandler())
-
-    def stop(signum: int, frame: object) -> None:
-        threading.Thread(target=engine.close, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    stopping = threading.Event()
+    # the engine blocks inside Java: run it in a thread so this one stays free to handle signals
+    runner = threading.Thread(target=engine.run, name="debezium-engine", daemon=True)
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
     print(f"JMX at {url}", flush=True)
-    engine.run()
+    runner.start()
+    while runner.is_alive() and not stopping.wait(0.5):
+        pass
+    if stopping.is_set():
+        engine.close()
+        runner.join(10)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    os._exit(code)  # the JMX server's RMI threads would keep the JVM, and so this process, alive
