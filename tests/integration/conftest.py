@@ -27,18 +27,22 @@ def stack_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _running(server_class, directory: Path):
+    server = server_class(directory, free_port())
+    server.start()
+    return server
+
+
 @pytest.fixture(scope="session")
 def postgres(stack_dir: Path) -> Iterator[PostgresServer]:
-    server = PostgresServer(stack_dir / "postgres", free_port())
-    server.start()
+    server = _running(PostgresServer, stack_dir / "postgres")
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
 def mariadb(stack_dir: Path) -> Iterator[MariaDbServer]:
-    server = MariaDbServer(stack_dir / "mariadb", free_port())
-    server.start()
+    server = _running(MariaDbServer, stack_dir / "mariadb")
     yield server
     server.stop()
 
