@@ -2,7 +2,8 @@
 
 A target that is down, refuses, hangs or answers garbage gives `cdcwatch_up 0` and one more
 scrape error; the other targets are still served and the scrape returns within the largest
-target deadline. A collection still running from an earlier scrape is never started twice.
+target deadline. A collection still running (a concurrent scrape, or a hung target) is joined
+rather than started twice, so concurrent scrapes coalesce onto one collection.
 """
 
 from __future__ import annotations
@@ -84,34 +85,29 @@ class Exporter:
     def scrape(self) -> list[TargetResult]:
         """Collect every target concurrently, each under its own deadline."""
         started = time.monotonic()
-        pending: list[tuple[ScheduledCollector, Future[Collection] | None]] = []
+        pending: list[tuple[ScheduledCollector, Future[Collection]]] = []
         with self._lock:
             for scheduled in self._collectors:
                 key = (scheduled.collector.collector, scheduled.collector.target)
-                previous = self._in_flight.get(key)
-                if previous is not None and not previous.done():
-                    pending.append((scheduled, None))
-                    continue
-                future = self._pool.submit(scheduled.collector.collect)
-                self._in_flight[key] = future
+                future = self._in_flight.get(key)
+                if future is None or future.done():
+                    future = self._pool.submit(scheduled.collector.collect)
+                    self._in_flight[key] = future
                 pending.append((scheduled, future))
         return [self._await(scheduled, future, started) for scheduled, future in pending]
 
-    def _await(self, scheduled: ScheduledCollector, future: Future[Collection] | None, started: float) -> TargetResult:
+    def _await(self, scheduled: ScheduledCollector, future: Future[Collection], started: float) -> TargetResult:
         name, target = scheduled.collector.collector, scheduled.collector.target
-        if future is None:
-            result = TargetResult(name, target, False, 0.0, "the previous collection has not finished (target hung)")
-        else:
-            remaining = scheduled.timeout_seconds - (time.monotonic() - started)
-            try:
-                collection = future.result(timeout=max(remaining, 0.0))
-                result = TargetResult(name, target, True, time.monotonic() - started, None, collection)
-            except FutureTimeout:
-                result = TargetResult(name, target, False, time.monotonic() - started,
-                                      f"no answer within {scheduled.timeout_seconds:g}s")
-            except Exception as exc:  # a collector failure must never fail the scrape
-                message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                result = TargetResult(name, target, False, time.monotonic() - started, message)
+        remaining = scheduled.timeout_seconds - (time.monotonic() - started)
+        try:
+            collection = future.result(timeout=max(remaining, 0.0))
+            result = TargetResult(name, target, True, time.monotonic() - started, None, collection)
+        except FutureTimeout:
+            result = TargetResult(name, target, False, time.monotonic() - started,
+                                  f"no answer within {scheduled.timeout_seconds:g}s")
+        except Exception as exc:  # a collector failure must never fail the scrape
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            result = TargetResult(name, target, False, time.monotonic() - started, message)
         self._record(result)
         return result
 
@@ -122,7 +118,7 @@ class Exporter:
                 self._errors[key] = self._errors.get(key, 0) + 1
             previous = self._last_up.get(key)
             self._last_up[key] = result.up
-        if previous is None and not result.up or previous is True and not result.up:
+        if not result.up and previous is not False:
             log.warning("target %s (%s) is down: %s", result.target, result.collector, result.error)
         elif previous is False and result.up:
             log.info("target %s (%s) is up again", result.target, result.collector)
@@ -148,13 +144,11 @@ class Exporter:
 
     def collect(self) -> Iterable[Metric]:
         results = self.scrape()
-        merged: dict[str, Metric] = {}
+        merged: dict[str, Metric] = {}  # new families: a coalesced collection is shared, never mutated
         for result in results:
             for family in result.collection.families:
-                if family.name in merged:
-                    merged[family.name].samples.extend(family.samples)
-                else:
-                    merged[family.name] = family
+                target = merged.setdefault(family.name, Metric(family.name, family.documentation, family.type))
+                target.samples.extend(family.samples)
         yield from merged.values()
         yield from self.self_families(results)
 

@@ -24,12 +24,8 @@ _FLOATING = {"java.lang.Double", "java.lang.Float", "java.math.BigDecimal"}
 
 def to_python(value: Any) -> JmxValue:
     """Convert a Java attribute value to plain Python data."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (bool, float)) and not hasattr(value, "getClass"):
-        return value
-    if isinstance(value, int) and not hasattr(value, "getClass"):
-        return value
+    if value is None or isinstance(value, str) or not hasattr(value, "getClass"):
+        return value  # already plain Python
     cls = str(value.getClass().getName())
     if cls == "java.lang.Boolean":
         return bool(value)

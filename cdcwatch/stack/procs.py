@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import shutil
@@ -79,7 +80,8 @@ def owned_dir(wanted: Path, user: str) -> Path:
         wanted.mkdir(parents=True, exist_ok=True)
         return wanted
     if not _reachable_by(wanted.parent if not wanted.exists() else wanted, user):
-        wanted = Path(tempfile.gettempdir()) / f"cdcwatch-{user}-{abs(hash(str(wanted))) % 10**8}"
+        digest = hashlib.sha1(str(wanted).encode()).hexdigest()[:10]
+        wanted = Path(tempfile.gettempdir()) / f"cdcwatch-{user}-{digest}"
     wanted.mkdir(parents=True, exist_ok=True)
     os.chmod(wanted, 0o755)
     shutil.chown(wanted, user, user)
