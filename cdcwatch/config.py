@@ -204,7 +204,7 @@ def _message(error: dict[str, Any]) -> str:
     if kind in _TYPE_MESSAGES:
         return _TYPE_MESSAGES[kind]
     if kind == "literal_error":
-        return "expected " + error["ctx"]["expected"].replace("'", "'")
+        return "expected " + error["ctx"]["expected"]
     if kind == "value_error":
         return str(error["ctx"]["error"])
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than", "too_short"):

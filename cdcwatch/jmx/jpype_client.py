@@ -7,6 +7,7 @@ next query after any failure.
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Sequence
 
@@ -22,6 +23,13 @@ _INTEGRAL = {"java.lang.Long", "java.lang.Integer", "java.lang.Short", "java.lan
 _FLOATING = {"java.lang.Double", "java.lang.Float", "java.math.BigDecimal"}
 
 
+@functools.cache
+def _open_types() -> tuple[Any, Any, Any, Any]:
+    """Java types `to_python` tells apart, resolved once (it runs for every attribute of every scrape)."""
+    return (jpype.JClass("javax.management.openmbean.TabularData"), jpype.JClass("javax.management.openmbean.CompositeData"),
+            jpype.JClass("java.util.Map"), jpype.JClass("java.util.Collection"))
+
+
 def to_python(value: Any) -> JmxValue:
     """Convert a Java attribute value to plain Python data."""
     if value is None or isinstance(value, str) or not hasattr(value, "getClass"):
@@ -35,8 +43,7 @@ def to_python(value: Any) -> JmxValue:
         return float(str(value.toString()))
     if cls.startswith("["):
         return [_scalar(v) for v in value]
-    tabular = jpype.JClass("javax.management.openmbean.TabularData")
-    composite = jpype.JClass("javax.management.openmbean.CompositeData")
+    tabular, composite, java_map, java_collection = _open_types()
     if isinstance(value, tabular):
         out: dict[str, Any] = {}
         for row in value.values():
@@ -46,9 +53,9 @@ def to_python(value: Any) -> JmxValue:
         return out
     if isinstance(value, composite):
         return {str(k): _scalar(value.get(k)) for k in value.getCompositeType().keySet()}
-    if isinstance(value, jpype.JClass("java.util.Map")):
+    if isinstance(value, java_map):
         return {str(k): _scalar(v) for k, v in value.entrySet()}
-    if isinstance(value, jpype.JClass("java.util.Collection")):
+    if isinstance(value, java_collection):
         return [_scalar(v) for v in value]
     return str(value.toString())
 

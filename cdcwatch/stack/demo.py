@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from cdcwatch.config import Config, JmxSettings, ListenSettings, TargetConfig
+from cdcwatch.config import load_config
 from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
 from cdcwatch.stack.postgres import PostgresServer
 from cdcwatch.stack.procs import StackError, free_port, port_open
@@ -78,16 +78,16 @@ def run_demo(state_dir: str, port: int, rows: int) -> int:
                               postgres_connector_properties(base / "debezium", pg.port, SERVER, "public.customers"),
                               batch_pause_seconds=0.05)
         dbz.start()
-        config = Config(listen=ListenSettings(port=port),
-                        targets=[TargetConfig(name="demo-connector", jmx=JmxSettings(host="127.0.0.1", port=jmx_port))])
-        (base / "cdcwatch.yml").write_text(
+        config_file = base / "cdcwatch.yml"
+        config_file.write_text(
             f"listen:\n  address: 127.0.0.1\n  port: {port}\ntargets:\n  - name: demo-connector\n"
             f"    jmx:\n      host: 127.0.0.1\n      port: {jmx_port}\n", encoding="utf-8")
+        config = load_config(config_file)
         exporter = Exporter(build_collectors(config))
         server = make_http_server("127.0.0.1", port, exporter)
         print(f"[3/3] cdcwatch serving http://127.0.0.1:{port}/metrics\n", flush=True)
         print(f"  metrics      http://127.0.0.1:{port}/metrics   (try: curl -s localhost:{port}/metrics | grep cdcwatch_debezium_connected)")
-        print(f"  check        cdcwatch check --config {base / 'cdcwatch.yml'}")
+        print(f"  check        cdcwatch check --config {config_file}")
         print(f"  PostgreSQL   psql -h 127.0.0.1 -p {pg.port} -U postgres   (log {pg.log})")
         print(f"  Debezium     log {dbz.log}, events {dbz.events_file}")
         print("  traffic      one insert/update (and every fifth a delete) per second\n\nCtrl-C stops everything.", flush=True)
