@@ -54,5 +54,6 @@ class PostgresServer:
         """Run SQL; return psql's unaligned, tuples-only output."""
         psql = require_binary("psql", "postgresql-client")
         done = run([psql, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database,
-                    "-v", "ON_ERROR_STOP=1", "-At", "-c", statement], f"psql: {statement[:60]}")
+                    "-v", "ON_ERROR_STOP=1", "-At", "-c", statement], f"psql: {statement[:60]}",
+                   start_new_session=True)  # a Ctrl-C meant for the demo must not cut a statement short
         return done.stdout.strip()
