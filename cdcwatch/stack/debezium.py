@@ -84,9 +84,13 @@ class DebeziumProcess:
             raise StackError(f"port {self.jmx_port} is taken: stop what listens there or pick another JMX port")
         self.spec_file.write_text(json.dumps(self.spec), encoding="utf-8")
         log = open(self.log, "ab")
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONUNBUFFERED": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+        # cwd: the engine writes its own logs/ directory there
         self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.stack.engine", str(self.spec_file)],
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                        cwd=self.dir)
 
         def ready() -> bool:
             if self.process is not None and self.process.poll() is not None:
