@@ -29,7 +29,10 @@ __all__ = [
     "Config",
     "ConfigError",
     "JmxSettings",
+    "KafkaClusterConfig",
     "ListenSettings",
+    "NameFilter",
+    "StatusSettings",
     "TargetConfig",
     "load_config",
     "parse_config",
@@ -40,7 +43,8 @@ DEFAULT_PORT = 10121
 
 RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
-     "operation", "state", "status", "percentile", "quantile", "key", "job", "instance"}
+     "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
+     "group", "topic", "partition", "method"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
@@ -127,6 +131,21 @@ class JmxSettings(_Strict):
         return f"service:jmx:rmi:///jndi/rmi://{host}:{self.port}/jmxrmi"
 
 
+def _check_name(value: str) -> str:
+    if not _TARGET_NAME.match(value):
+        raise ValueError("use letters, digits, '_', '.', ':' or '-'")
+    return value
+
+
+def _check_labels(value: dict[str, str]) -> dict[str, str]:
+    for name in value:
+        if not _LABEL_NAME.match(name) or name.startswith("__"):
+            raise ValueError(f"label name {name!r} is not a valid Prometheus label name")
+        if name in RESERVED_LABELS:
+            raise ValueError(f"label name {name!r} is set by cdcwatch itself")
+    return value
+
+
 class TargetConfig(_Strict):
     """One monitored endpoint: today a JVM running Debezium connectors."""
 
@@ -135,22 +154,73 @@ class TargetConfig(_Strict):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this target.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this target.")
 
-    @field_validator("name")
+    _name = field_validator("name")(_check_name)
+
+    _labels = field_validator("labels")(_check_labels)
+
+
+class NameFilter(_Strict):
+    """Regular expressions (full match) a name must match one of (`allow`) and none of (`deny`)."""
+
+    allow: list[str] = Field(default_factory=lambda: [".*"], description="Names to include.")
+    deny: list[str] = Field(default_factory=list, description="Names to exclude, even when allowed.")
+
+    @field_validator("allow", "deny")
     @classmethod
-    def _name(cls, value: str) -> str:
-        if not _TARGET_NAME.match(value):
-            raise ValueError("use letters, digits, '_', '.', ':' or '-'")
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
         return value
 
-    @field_validator("labels")
+    def matches(self, name: str) -> bool:
+        return (any(re.fullmatch(p, name) for p in self.allow)
+                and not any(re.fullmatch(p, name) for p in self.deny))
+
+
+class StatusSettings(_Strict):
+    """The sliding window the consumer status (OK/WARN/STALL/STOP/REWIND) is evaluated over."""
+
+    window_samples: int = Field(10, ge=3, le=1000, description="Samples (scrapes) per group partition in the window.")
+    max_sample_age_seconds: float = Field(3600, gt=0, description="Samples older than this leave the window.")
+
+
+class KafkaClusterConfig(_Strict):
+    """One Kafka cluster whose consumer groups' lag is collected at scrape time."""
+
+    name: str = Field(description="Unique cluster name; the `target` label of its series.")
+    bootstrap_servers: str = Field(description="host:port[,host:port...] of the brokers.")
+    client: dict[str, str] = Field(default_factory=dict, description=(
+        "librdkafka settings passed through (security.protocol, sasl.*, ssl.*; secrets via ${VAR})."))
+    groups: NameFilter = Field(default_factory=NameFilter, description="Consumer groups to report.")
+    topics: NameFilter = Field(default_factory=lambda: NameFilter(deny=["__.*"]), description="Topics to report.")
+    extra_groups: list[str] = Field(default_factory=list, description=(
+        "Groups to read even when the broker does not list them (Kafka 0.9 lists no group without live members)."))
+    granularity: Literal["partition", "topic"] = Field("partition", description="Per-partition series, or per-topic sums only.")
+    max_partitions: int = Field(10000, ge=1, description="Cap on group partitions reported; the rest are dropped and counted.")
+    lag_seconds: bool = Field(True, description="Read message timestamps to report lag in seconds.")
+    freshness: bool = Field(True, description="Read the newest message of each partition for the source commit time (Debezium topics).")
+    topic_servers: dict[str, str] = Field(default_factory=dict, description=(
+        "Topic regex -> Debezium server (topic.prefix) label; without a match the newest message's source.name is used."))
+    status: StatusSettings = Field(default_factory=StatusSettings, description="Consumer status evaluation.")
+    timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this cluster.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this cluster.")
+
+    _name = field_validator("name")(_check_name)
+
+    @field_validator("topic_servers")
     @classmethod
-    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not _LABEL_NAME.match(name) or name.startswith("__"):
-                raise ValueError(f"label name {name!r} is not a valid Prometheus label name")
-            if name in RESERVED_LABELS:
-                raise ValueError(f"label name {name!r} is set by cdcwatch itself")
+    def _topic_servers(cls, value: dict[str, str]) -> dict[str, str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
         return value
+
+    _labels = field_validator("labels")(_check_labels)
 
 
 class Config(_Strict):
@@ -158,15 +228,19 @@ class Config(_Strict):
 
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
-    targets: list[TargetConfig] = Field(min_length=1, description="What to scrape.")
+    targets: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
+    kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        seen: set[str] = set()
-        for target in self.targets:
-            if target.name in seen:
-                raise ValueError(f"target name {target.name!r} is used twice")
-            seen.add(target.name)
+        if not self.targets and not self.kafka:
+            raise ValueError("nothing to scrape: configure at least one of targets or kafka")
+        for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka])):
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise ValueError(f"{kind} name {name!r} is used twice")
+                seen.add(name)
         return self
 
 

@@ -57,18 +57,23 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured target."""
-    from cdcwatch.debezium import DebeziumCollector
-    from cdcwatch.jmx import make_client
-    from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
+    """One collector per configured JMX target and Kafka cluster."""
+    scheduled: list[ScheduledCollector] = []
+    if config.targets:
+        from cdcwatch.debezium import DebeziumCollector
+        from cdcwatch.jmx import make_client
+        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
 
-    set_response_timeout(max(t.timeout_seconds for t in config.targets))
-    if any(t.jmx.backend == "jpype" for t in config.targets):
-        ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
-    return [
-        ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
-        for t in config.targets
-    ]
+        set_response_timeout(max(t.timeout_seconds for t in config.targets))
+        if any(t.jmx.backend == "jpype" for t in config.targets):
+            ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
+        scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
+                      for t in config.targets]
+    if config.kafka:
+        from cdcwatch.kafka import KafkaCollector
+
+        scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
+    return scheduled
 
 
 class Exporter:

@@ -12,10 +12,12 @@ from pydantic import BaseModel
 from cdcwatch.config import Config
 from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
 from cdcwatch.exporter import SELF_METRICS
+from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
 
 __all__ = ["config_reference", "metrics_reference"]
 
 _BEAN_LABELS = "target, plugin, server, context (+ task, database, custom tags, static labels)"
+_KAFKA_LABELS = "target (the cluster name) and the cluster's static labels"
 
 
 def metrics_reference() -> str:
@@ -47,6 +49,12 @@ def metrics_reference() -> str:
         lines.append(f"| `{name}` | {row['type']} | {labels} | {attrs} | {row['help']} |")
     lines += ["", "Not exported (free text or unbounded values, never used as label values): "
               + ", ".join(f"`{r.attribute}`" for r in RULES if r.conversion is Conversion.FREE_TEXT) + ".", ""]
+    lines += ["### Kafka (consumer groups, topics)", "",
+              f"Every series carries the labels {_KAFKA_LABELS}; extra labels are listed per metric.", "",
+              "| metric | type | extra labels | help |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {', '.join(KAFKA_LABELS[name]) or '-'} | {help} |"
+              for name, (kind, help) in KAFKA_METRICS.items()]
+    lines += [""]
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from typing import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from cdcwatch.stack.kafka import KafkaServer
 from cdcwatch.stack.mariadb import MariaDbServer
 from cdcwatch.stack.postgres import PostgresServer
 from cdcwatch.stack.procs import free_port, port_open, wait_for
@@ -36,6 +37,15 @@ def _running(server_class, directory: Path):
 @pytest.fixture(scope="session")
 def postgres(stack_dir: Path) -> Iterator[PostgresServer]:
     server = _running(PostgresServer, stack_dir / "postgres")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka09(stack_dir: Path) -> Iterator[KafkaServer]:
+    """Real Apache Kafka 0.9.0.1 + ZooKeeper (the only Kafka broker installable here)."""
+    server = KafkaServer(stack_dir / "kafka09")
+    server.start()
     yield server
     server.stop()
 

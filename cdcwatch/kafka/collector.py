@@ -1,0 +1,273 @@
+"""The `kafka` collector: consumer-group lag in offsets, in seconds and as a status, plus CDC freshness.
+
+Everything is read at scrape time under the cluster's deadline: one batch of broker requests
+(cluster.py), then bounded single-message reads for lag in seconds and freshness (messages.py),
+both cached so a steady group or an idle topic costs no fetch.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from cdcwatch.config import KafkaClusterConfig
+from cdcwatch.families import Collection, FamilyBuilder
+from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
+from cdcwatch.kafka.interpolation import EndOffsetHistory
+from cdcwatch.kafka.messages import MessageReader
+from cdcwatch.kafka.status import SEVERITY, ConsumerStatus, Sample, StatusWindow
+
+__all__ = ["GROUP_STATES", "KAFKA_LABELS", "KAFKA_METRICS", "KafkaCollector"]
+
+KAFKA_METRICS: dict[str, tuple[str, str]] = {
+    # name: (type, help)
+    "cdcwatch_kafka_topic_partitions": ("gauge", "Partitions of the topic."),
+    "cdcwatch_kafka_log_start_offset": ("gauge", "Offset of the oldest message kept (summed over partitions at topic granularity)."),
+    "cdcwatch_kafka_log_end_offset": ("gauge", "Offset the next message will get (high watermark; summed at topic granularity)."),
+    "cdcwatch_kafka_newest_source_commit_timestamp_seconds": ("gauge", (
+        "Source commit time of the newest Debezium event in the partition (payload.source.ts_ms; TiCDC: commit_ts"
+        " physical part); the newest of the topic's partitions at topic granularity.")),
+    "cdcwatch_kafka_consumergroup_committed_offset": ("gauge", "Offset the group committed in the partition."),
+    "cdcwatch_kafka_consumergroup_lag_messages": ("gauge", (
+        "Messages between the committed offset and the log end; from the log start where nothing is committed.")),
+    "cdcwatch_kafka_consumergroup_lag_seconds": ("gauge", (
+        "Age of the next message the group will consume, 0 when caught up. method=timestamp: exact, the message's"
+        " broker timestamp; where the broker keeps none (Kafka < 0.10): method=payload, a Debezium event's own"
+        " payload.ts_ms, else method=interpolated, from (time, end offset) samples (a lower bound at first).")),
+    "cdcwatch_kafka_consumergroup_topic_lag_messages": ("gauge", "Lag in messages summed over the topic's partitions."),
+    "cdcwatch_kafka_consumergroup_topic_lag_seconds": ("gauge", "The largest lag in seconds among the topic's partitions."),
+    "cdcwatch_kafka_consumergroup_uncommitted_partitions": ("gauge", (
+        "Partitions of a consumed topic where the group has no committed offset (their lag counts from log start).")),
+    "cdcwatch_kafka_consumergroup_members": ("gauge", "Live members of the group."),
+    "cdcwatch_kafka_consumergroup_state": ("gauge", "Group state as a state set: 1 for the current state."),
+    "cdcwatch_kafka_consumergroup_status": ("gauge", (
+        "Consumer status over the sliding window, as a state set: OK, WARN (lag growing), STALL (offset not moving,"
+        " lag > 0, members connected), STOP (not moving, lag > 0, no members), REWIND (offset went back).")),
+    "cdcwatch_kafka_consumergroup_topic_status": ("gauge", "The worst consumer status among the topic's partitions, as a state set."),
+    "cdcwatch_kafka_series_dropped_total": ("counter", "Group partitions not reported because of max_partitions."),
+}
+
+_PARTITION = ("group", "topic", "partition")
+KAFKA_LABELS: dict[str, tuple[str, ...]] = {
+    "cdcwatch_kafka_topic_partitions": ("topic", "server"),
+    "cdcwatch_kafka_log_start_offset": ("topic", "partition"),
+    "cdcwatch_kafka_log_end_offset": ("topic", "partition"),
+    "cdcwatch_kafka_newest_source_commit_timestamp_seconds": ("topic", "partition", "server"),
+    "cdcwatch_kafka_consumergroup_committed_offset": _PARTITION,
+    "cdcwatch_kafka_consumergroup_lag_messages": (*_PARTITION, "server"),
+    "cdcwatch_kafka_consumergroup_lag_seconds": (*_PARTITION, "server", "method"),
+    "cdcwatch_kafka_consumergroup_topic_lag_messages": ("group", "topic", "server"),
+    "cdcwatch_kafka_consumergroup_topic_lag_seconds": ("group", "topic", "server"),
+    "cdcwatch_kafka_consumergroup_uncommitted_partitions": ("group", "topic"),
+    "cdcwatch_kafka_consumergroup_members": ("group",),
+    "cdcwatch_kafka_consumergroup_state": ("group", "state"),
+    "cdcwatch_kafka_consumergroup_status": (*_PARTITION, "status"),
+    "cdcwatch_kafka_consumergroup_topic_status": ("group", "topic", "status"),
+    "cdcwatch_kafka_series_dropped_total": (),
+}
+"""Labels each family carries besides `target`; `partition` only at `granularity: partition`."""
+
+GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EMPTY", "DEAD", "UNKNOWN")
+
+Partition = tuple[str, int]
+
+
+@dataclass
+class _Row:
+    """One group partition as reported this scrape."""
+
+    group: GroupState
+    topic: str
+    partition: int
+    committed: int | None
+    lag: int
+    lag_seconds: float | None = None
+    method: str = ""
+    status: ConsumerStatus = ConsumerStatus.OK
+
+
+class KafkaCollector:
+    """Collects one Kafka cluster; raises on failure (the exporter turns that into up=0)."""
+
+    collector = "kafka"
+
+    def __init__(self, cluster: KafkaClusterConfig) -> None:
+        self.cluster = cluster
+        self.target = cluster.name
+        self.reader = ClusterReader(cluster)
+        self.messages = MessageReader(cluster)
+        self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
+        self.windows: dict[tuple[str, str, int], StatusWindow] = {}
+        self.topic_server: dict[str, str] = {}
+        self.dropped = 0
+        self._server_patterns = [(re.compile(pattern), server) for pattern, server in cluster.topic_servers.items()]
+
+    def collect(self) -> Collection:
+        try:
+            return self._collect()
+        except Exception:
+            # librdkafka clients can keep a stale coordinator or fetch state after a broker restart:
+            # start the next collection with fresh ones (caches and status windows are kept)
+            self._reconnect()
+            raise
+
+    def _reconnect(self) -> None:
+        old_reader, old_messages = self.reader, self.messages
+        self.reader, self.messages = ClusterReader(self.cluster), MessageReader(self.cluster, caches_from=old_messages)
+        old_reader.close()
+        threading.Thread(target=old_messages.close, daemon=True).start()  # close() may block on a dead broker
+
+    def _collect(self) -> Collection:
+        deadline = time.monotonic() + self.cluster.timeout_seconds * 0.9
+        state = self.reader.read(deadline)
+        for where, end in state.end.items():
+            self.history[where].add(state.read_at, end)
+        newest = self._newest_commit_times(state, deadline)
+        rows = self._rows(state)
+        if self.cluster.lag_seconds:
+            self._lag_seconds(rows, state, deadline)
+        self._statuses(rows, state.read_at)
+        builder = FamilyBuilder()
+        self._topic_families(builder, state, newest)
+        self._group_families(builder, state, rows)
+        worst = max((row.lag for row in rows), default=0)
+        return Collection(builder.families(), f"{len(state.groups)} groups, {len(rows)} group partitions, max lag {worst}")
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _newest_commit_times(self, state: ClusterState, deadline: float) -> dict[Partition, float]:
+        if not self.cluster.freshness:
+            return {}
+        wanted = [(t, p, end - 1) for (t, p), end in state.end.items() if end > state.start.get((t, p), 0)]
+        times: dict[Partition, float] = {}
+        for (topic, partition, _), change in self.messages.newest_changes(wanted, deadline).items():
+            if change.server and topic not in self.topic_server:
+                self.topic_server[topic] = change.server
+            if change.commit_time is not None:
+                times[(topic, partition)] = change.commit_time
+        return times
+
+    def _rows(self, state: ClusterState) -> list[_Row]:
+        rows: list[_Row] = []
+        for group in state.groups:
+            for (topic, partition), committed in sorted(group.committed.items()):
+                if len(rows) >= self.cluster.max_partitions:
+                    self.dropped += 1
+                    continue
+                end, start = state.end.get((topic, partition), 0), state.start.get((topic, partition), 0)
+                lag = end - (committed if committed is not None else start)
+                rows.append(_Row(group, topic, partition, committed, max(lag, 0)))
+        return rows
+
+    def _lag_seconds(self, rows: list[_Row], state: ClusterState, deadline: float) -> None:
+        pending = [row for row in rows if row.committed is not None and row.lag > 0]
+        stamps = self.messages.timestamps_at([(r.topic, r.partition, r.committed or 0) for r in pending], deadline)
+        for row in rows:
+            if row.committed is None:
+                continue
+            if row.lag == 0:
+                row.lag_seconds, row.method = 0.0, "timestamp"
+                continue
+            at = (row.topic, row.partition, row.committed)
+            if at not in stamps:
+                continue  # not read within this scrape's deadline: the next scrape finds it cached
+            stamp = stamps[at]
+            if stamp is not None:
+                row.lag_seconds, row.method = max(state.read_at - stamp[0], 0.0), stamp[1]
+                continue
+            written = self.history[(row.topic, row.partition)].written_at(row.committed)
+            if written is not None:
+                row.lag_seconds, row.method = max(state.read_at - written, 0.0), "interpolated"
+
+    def _statuses(self, rows: list[_Row], now: float) -> None:
+        windows: dict[tuple[str, str, int], StatusWindow] = {}
+        size, age = self.cluster.status.window_samples, self.cluster.status.max_sample_age_seconds
+        for row in rows:
+            key = (row.group.name, row.topic, row.partition)
+            window = windows[key] = self.windows.get(key) or StatusWindow(size, age)
+            if row.committed is not None:
+                window.add(Sample(now, row.committed, row.lag))
+            row.status = window.status(has_members=row.group.members > 0)
+        self.windows = windows  # partitions and groups that vanished leave no state behind
+
+    def _server(self, topic: str) -> str:
+        for pattern, server in self._server_patterns:
+            if pattern.fullmatch(topic):
+                return server
+        return self.topic_server.get(topic, "")
+
+    # --- families --------------------------------------------------------------------------
+
+    def _labels(self, **labels: str) -> dict[str, str]:
+        return {"target": self.target, **self.cluster.labels, **labels}
+
+    def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
+        kind, help_text = KAFKA_METRICS[metric]
+        builder.add(metric, kind, help_text, self._labels(**labels), value)
+
+    def _topic_families(self, builder: FamilyBuilder, state: ClusterState, newest: dict[Partition, float]) -> None:
+        per_partition = self.cluster.granularity == "partition"
+        for topic, count in sorted(state.partitions.items()):
+            server = self._server(topic)
+            self._add(builder, "cdcwatch_kafka_topic_partitions", count, topic=topic, server=server)
+            partitions = range(count)
+            if per_partition:
+                for p in partitions:
+                    where = (topic, p)
+                    self._add(builder, "cdcwatch_kafka_log_start_offset", state.start.get(where, 0), topic=topic, partition=str(p))
+                    self._add(builder, "cdcwatch_kafka_log_end_offset", state.end.get(where, 0), topic=topic, partition=str(p))
+                    if where in newest:
+                        self._add(builder, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", newest[where],
+                                  topic=topic, partition=str(p), server=server)
+            else:
+                self._add(builder, "cdcwatch_kafka_log_start_offset", sum(state.start.get((topic, p), 0) for p in partitions), topic=topic)
+                self._add(builder, "cdcwatch_kafka_log_end_offset", sum(state.end.get((topic, p), 0) for p in partitions), topic=topic)
+                times = [newest[(topic, p)] for p in partitions if (topic, p) in newest]
+                if times:
+                    self._add(builder, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", max(times), topic=topic, server=server)
+
+    def _group_families(self, builder: FamilyBuilder, state: ClusterState, rows: list[_Row]) -> None:
+        for group in state.groups:
+            self._add(builder, "cdcwatch_kafka_consumergroup_members", group.members, group=group.name)
+            current = group.state if group.state in GROUP_STATES else "UNKNOWN"
+            for name in GROUP_STATES:
+                self._add(builder, "cdcwatch_kafka_consumergroup_state", float(name == current), group=group.name, state=name)
+        by_topic: dict[tuple[str, str], list[_Row]] = defaultdict(list)
+        for row in rows:
+            by_topic[(row.group.name, row.topic)].append(row)
+            if self.cluster.granularity == "partition":
+                self._partition_series(builder, row)
+        for (group, topic), members in sorted(by_topic.items()):
+            server = self._server(topic)
+            self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_messages", sum(r.lag for r in members),
+                      group=group, topic=topic, server=server)
+            seconds = [r.lag_seconds for r in members if r.lag_seconds is not None]
+            if seconds:
+                self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_seconds", max(seconds), group=group,
+                          topic=topic, server=server)
+            self._add(builder, "cdcwatch_kafka_consumergroup_uncommitted_partitions",
+                      sum(r.committed is None for r in members), group=group, topic=topic)
+            worst = max((r.status for r in members), key=SEVERITY.__getitem__)
+            for status in ConsumerStatus:
+                self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group,
+                          topic=topic, status=status.value)
+        self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
+
+    def _partition_series(self, builder: FamilyBuilder, row: _Row) -> None:
+        where = {"group": row.group.name, "topic": row.topic, "partition": str(row.partition)}
+        server = self._server(row.topic)
+        if row.committed is not None:
+            self._add(builder, "cdcwatch_kafka_consumergroup_committed_offset", row.committed, **where)
+        self._add(builder, "cdcwatch_kafka_consumergroup_lag_messages", row.lag, server=server, **where)
+        if row.lag_seconds is not None:
+            self._add(builder, "cdcwatch_kafka_consumergroup_lag_seconds", row.lag_seconds, server=server,
+                      method=row.method, **where)
+        for status in ConsumerStatus:
+            self._add(builder, "cdcwatch_kafka_consumergroup_status", float(status is row.status), status=status.value, **where)
+
+    def close(self) -> None:
+        self.messages.close()
+        self.reader.close()

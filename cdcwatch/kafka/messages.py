@@ -1,0 +1,128 @@
+"""Bounded reads of single messages: the timestamp of the next message a group will consume, and the
+source commit time of the newest message in a partition (Debezium topics). Both are cached by
+(topic, partition, offset), so a steady group or an idle topic costs no fetch at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, TopicPartition
+
+from cdcwatch.config import KafkaClusterConfig
+from cdcwatch.events import EventDecodeError, decode
+from cdcwatch.kafka.cluster import client_settings
+
+__all__ = ["MessageReader", "NewestChange", "BoundedCache"]
+
+At = tuple[str, int, int]  # topic, partition, offset
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedCache(Generic[K, V]):
+    """A dict that forgets its least recently used entries beyond `size`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._entries
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class NewestChange:
+    """What the newest message of a partition says about the source (None where it is not a Debezium event)."""
+
+    commit_time: float | None
+    server: str | None
+
+
+_NO_TIMESTAMP = (-1.0, "")
+
+
+class MessageReader:
+    """A never-committing consumer that fetches single messages by offset under a deadline."""
+
+    def __init__(self, cluster: KafkaClusterConfig, cache_size: int = 100_000,
+                 caches_from: MessageReader | None = None) -> None:
+        self.consumer = Consumer({**client_settings(cluster), "group.id": f"cdcwatch-reader-{cluster.name}",
+                                  "enable.auto.commit": False, "enable.partition.eof": True,
+                                  "fetch.wait.max.ms": 100, "fetch.message.max.bytes": 4 * 1024 * 1024})
+        self.timestamps: BoundedCache[At, tuple[float, str]] = (
+            caches_from.timestamps if caches_from else BoundedCache(cache_size))
+        self.newest: BoundedCache[At, NewestChange] = caches_from.newest if caches_from else BoundedCache(cache_size)
+
+    def timestamps_at(self, wanted: list[At], deadline: float) -> dict[At, tuple[float, str] | None]:
+        """When the message at each offset was written, in seconds, and how that is known.
+
+        `timestamp`: the broker's message timestamp. `payload`: where the broker keeps none (Kafka
+        < 0.10), a Debezium event's own `payload.ts_ms` (when the connector emitted it). None: neither.
+        Offsets not read before the deadline are left out.
+        """
+        missing = [at for at in wanted if at not in self.timestamps]
+        for at, message in self._fetch(missing, deadline).items():
+            kind, stamp = message.timestamp()
+            if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0:
+                self.timestamps.put(at, (stamp / 1000, "timestamp"))
+                continue
+            try:
+                emitted = decode(message.key(), message.value(), at[0]).emitted_time_ns
+            except EventDecodeError:
+                emitted = None
+            self.timestamps.put(at, (emitted / 1e9, "payload") if emitted else _NO_TIMESTAMP)
+        found = {at: self.timestamps.get(at) for at in wanted if at in self.timestamps}
+        return {at: (None if stamp == _NO_TIMESTAMP else stamp) for at, stamp in found.items()}
+
+    def newest_changes(self, wanted: list[At], deadline: float) -> dict[At, NewestChange]:
+        """The decoded source commit time and server of the message at each offset (a partition's newest)."""
+        missing = [at for at in wanted if at not in self.newest]
+        for at, message in self._fetch(missing, deadline).items():
+            try:
+                event = decode(message.key(), message.value(), at[0])
+                self.newest.put(at, NewestChange(event.commit_time, event.server))
+            except EventDecodeError:
+                self.newest.put(at, NewestChange(None, None))
+        return {at: change for at in wanted if (change := self.newest.get(at)) is not None}
+
+    def _fetch(self, wanted: list[At], deadline: float) -> dict[At, Message]:
+        if not wanted:
+            return {}
+        targets = {(topic, partition): offset for topic, partition, offset in wanted}
+        self.consumer.assign([TopicPartition(t, p, o) for (t, p), o in targets.items()])
+        got: dict[At, Message] = {}
+        try:
+            while targets and time.monotonic() < deadline:
+                for message in self.consumer.consume(num_messages=len(targets) * 4,
+                                                     timeout=min(0.2, max(deadline - time.monotonic(), 0.01))):
+                    where = (message.topic(), message.partition())
+                    if where not in targets:
+                        continue
+                    error = message.error()
+                    if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                        continue
+                    if error is None and message.offset() == targets[where]:
+                        got[(*where, targets[where])] = message
+                    targets.pop(where)  # one message (or the end of the log) per partition is all we need
+        finally:
+            self.consumer.unassign()
+        return got
+
+    def close(self) -> None:
+        self.consumer.close()

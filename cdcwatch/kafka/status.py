@@ -1,0 +1,65 @@
+"""Consumer status without thresholds, Burrow-style, over a sliding window of samples per group partition.
+
+| status | when (evaluated in this order over the window) |
+|---|---|
+| REWIND | the committed offset went backwards between two samples |
+| OK | the latest lag is 0, or fewer than 3 samples are known |
+| STOP | the committed offset did not move over the whole window, lag > 0, and the group has no live member |
+| STALL | the committed offset did not move over the whole window, lag > 0, and members are connected |
+| WARN | the lag grew at every sample of the window (never shrank) |
+| OK | otherwise |
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass
+
+__all__ = ["ConsumerStatus", "Sample", "StatusWindow"]
+
+
+class ConsumerStatus(enum.Enum):
+    OK = "OK"
+    WARN = "WARN"
+    STALL = "STALL"
+    STOP = "STOP"
+    REWIND = "REWIND"
+
+
+SEVERITY = {ConsumerStatus.OK: 0, ConsumerStatus.WARN: 1, ConsumerStatus.STALL: 2, ConsumerStatus.STOP: 3,
+            ConsumerStatus.REWIND: 4}
+"""Order for a group's overall status: the worst of its partitions."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float
+    committed: int
+    lag: int
+
+
+class StatusWindow:
+    """The last `size` samples of one group partition, no older than `max_age` seconds."""
+
+    def __init__(self, size: int, max_age: float) -> None:
+        self.samples: deque[Sample] = deque(maxlen=size)
+        self.max_age = max_age
+
+    def add(self, sample: Sample) -> None:
+        self.samples.append(sample)
+        while self.samples and sample.at - self.samples[0].at > self.max_age:
+            self.samples.popleft()
+
+    def status(self, has_members: bool) -> ConsumerStatus:
+        samples = list(self.samples)
+        pairs = list(zip(samples, samples[1:]))
+        if any(later.committed < earlier.committed for earlier, later in pairs):
+            return ConsumerStatus.REWIND
+        if len(samples) < 3 or samples[-1].lag == 0:
+            return ConsumerStatus.OK
+        if all(sample.committed == samples[0].committed for sample in samples):
+            return ConsumerStatus.STALL if has_members else ConsumerStatus.STOP
+        if all(later.lag >= earlier.lag for earlier, later in pairs) and samples[-1].lag > samples[0].lag:
+            return ConsumerStatus.WARN
+        return ConsumerStatus.OK

@@ -1,0 +1,66 @@
+"""The kafka collector's own logic: consumer status over a window, interpolated write times, caches."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
+from cdcwatch.kafka.interpolation import EndOffsetHistory
+from cdcwatch.kafka.messages import BoundedCache
+from cdcwatch.kafka.status import ConsumerStatus, Sample, StatusWindow
+
+
+def window(samples: list[tuple[int, int]], size: int = 3) -> StatusWindow:
+    result = StatusWindow(size, max_age=3600)
+    for second, (committed, lag) in enumerate(samples):
+        result.add(Sample(float(second), committed, lag))
+    return result
+
+
+@pytest.mark.parametrize("samples,members,expected", [
+    ([(5, 3), (5, 3)], False, ConsumerStatus.OK),               # too few samples to judge
+    ([(5, 3), (5, 4), (5, 5)], False, ConsumerStatus.STOP),     # not moving, lag, nobody connected
+    ([(5, 3), (5, 4), (5, 5)], True, ConsumerStatus.STALL),     # not moving, lag, a member connected
+    ([(5, 0), (5, 0), (5, 0)], False, ConsumerStatus.OK),       # caught up and idle is fine
+    ([(5, 3), (6, 5), (7, 9)], True, ConsumerStatus.WARN),      # moving, but the lag only grows
+    ([(5, 9), (6, 5), (7, 6)], True, ConsumerStatus.OK),        # the lag shrank within the window
+    ([(9, 1), (4, 6), (5, 5)], True, ConsumerStatus.REWIND),    # the committed offset went back
+    ([(9, 1), (4, 6), (5, 5), (6, 4)], True, ConsumerStatus.OK),  # the rewind left the 3-sample window
+])
+def test_status(samples: list[tuple[int, int]], members: bool, expected: ConsumerStatus) -> None:
+    assert window(samples).status(has_members=members) is expected
+
+
+def test_old_samples_leave_the_window() -> None:
+    stale = StatusWindow(10, max_age=60)
+    for at in (0.0, 10.0, 100.0, 110.0, 120.0):
+        stale.add(Sample(at, 5, 3))
+    assert [s.at for s in stale.samples] == [100.0, 110.0, 120.0]
+
+
+def test_interpolated_write_time() -> None:
+    history = EndOffsetHistory()
+    history.add(100.0, 10)   # offsets 0..9 written by t=100
+    history.add(110.0, 10)   # no change: the first sighting of 10 stays
+    history.add(120.0, 30)   # offsets 10..29 written in (100, 120]
+    assert history.written_at(5) == 100.0           # older than the history: its oldest time (a lower bound on lag)
+    assert history.written_at(10) == pytest.approx(101.0)
+    assert history.written_at(29) == pytest.approx(120.0)
+    assert history.written_at(30) is None           # not written yet
+    history.add(130.0, 3)    # the topic was recreated
+    assert history.written_at(1) == 130.0 and history.written_at(5) is None
+
+
+def test_bounded_cache_forgets_the_least_recently_used() -> None:
+    cache: BoundedCache[str, int] = BoundedCache(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1
+    cache.put("c", 3)
+    assert "b" not in cache and cache.get("a") == 1 and cache.get("c") == 3
+
+
+def test_every_kafka_metric_documents_its_labels() -> None:
+    assert KAFKA_LABELS.keys() == KAFKA_METRICS.keys()
+    assert all(name.startswith("cdcwatch_kafka_") for name in KAFKA_METRICS)
+    assert all(name.endswith("_total") == (kind == "counter") for name, (kind, _) in KAFKA_METRICS.items())
