@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
 from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Sample
 
 __all__ = ["Collection", "FamilyBuilder", "TargetCollector"]
 
@@ -17,12 +18,16 @@ class FamilyBuilder:
         self._families: dict[str, Metric] = {}
 
     def add(self, metric: str, type: str, help: str, labels: Mapping[str, str], value: float) -> None:
+        self.family(metric, type, help).samples.append(Sample(metric, dict(labels), value))
+
+    def family(self, metric: str, type: str, help: str) -> Metric:
+        """The family of `metric`; hot paths append `Sample(metric, labels, value)` to its samples."""
         family = self._families.get(metric)
         if family is None:
             base = metric[: -len("_total")] if type == "counter" and metric.endswith("_total") else metric
             family = Metric(base, help, type)
             self._families[metric] = family
-        family.add_sample(metric, dict(labels), value)
+        return family
 
     def families(self) -> list[Metric]:
         return list(self._families.values())

@@ -13,12 +13,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+from prometheus_client.samples import Sample
+
 from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.families import Collection, FamilyBuilder
 from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import MessageReader
-from cdcwatch.kafka.status import SEVERITY, ConsumerStatus, Sample, StatusWindow
+from cdcwatch.kafka.status import SEVERITY, ConsumerStatus, StatusWindow, WindowSample
 
 __all__ = ["GROUP_STATES", "KAFKA_LABELS", "KAFKA_METRICS", "KafkaCollector"]
 
@@ -43,10 +45,11 @@ KAFKA_METRICS: dict[str, tuple[str, str]] = {
         "Partitions of a consumed topic where the group has no committed offset (their lag counts from log start).")),
     "cdcwatch_kafka_consumergroup_members": ("gauge", "Live members of the group."),
     "cdcwatch_kafka_consumergroup_state": ("gauge", "Group state as a state set: 1 for the current state."),
-    "cdcwatch_kafka_consumergroup_status": ("gauge", (
-        "Consumer status over the sliding window, as a state set: OK, WARN (lag growing), STALL (offset not moving,"
-        " lag > 0, members connected), STOP (not moving, lag > 0, no members), REWIND (offset went back).")),
-    "cdcwatch_kafka_consumergroup_topic_status": ("gauge", "The worst consumer status among the topic's partitions, as a state set."),
+    "cdcwatch_kafka_consumergroup_status_code": ("gauge", (
+        "Consumer status of the partition over the sliding window: 0 OK, 1 WARN (lag growing), 2 STALL (offset not"
+        " moving, lag > 0, members connected), 3 STOP (not moving, lag > 0, no members), 4 REWIND (offset went back).")),
+    "cdcwatch_kafka_consumergroup_topic_status": ("gauge", (
+        "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, REWIND).")),
     "cdcwatch_kafka_series_dropped_total": ("counter", "Group partitions not reported because of max_partitions."),
 }
 
@@ -64,7 +67,7 @@ KAFKA_LABELS: dict[str, tuple[str, ...]] = {
     "cdcwatch_kafka_consumergroup_uncommitted_partitions": ("group", "topic"),
     "cdcwatch_kafka_consumergroup_members": ("group",),
     "cdcwatch_kafka_consumergroup_state": ("group", "state"),
-    "cdcwatch_kafka_consumergroup_status": (*_PARTITION, "status"),
+    "cdcwatch_kafka_consumergroup_status_code": _PARTITION,
     "cdcwatch_kafka_consumergroup_topic_status": ("group", "topic", "status"),
     "cdcwatch_kafka_series_dropped_total": (),
 }
@@ -189,7 +192,7 @@ class KafkaCollector:
             key = (row.group.name, row.topic, row.partition)
             window = windows[key] = self.windows.get(key) or StatusWindow(size, age)
             if row.committed is not None:
-                window.add(Sample(now, row.committed, row.lag))
+                window.add(WindowSample(now, row.committed, row.lag))
             row.status = window.status(has_members=row.group.members > 0)
         self.windows = windows  # partitions and groups that vanished leave no state behind
 
@@ -238,8 +241,8 @@ class KafkaCollector:
         by_topic: dict[tuple[str, str], list[_Row]] = defaultdict(list)
         for row in rows:
             by_topic[(row.group.name, row.topic)].append(row)
-            if self.cluster.granularity == "partition":
-                self._partition_series(builder, row)
+        if self.cluster.granularity == "partition":
+            self._partition_series(builder, rows)
         for (group, topic), members in sorted(by_topic.items()):
             server = self._server(topic)
             self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_messages", sum(r.lag for r in members),
@@ -256,17 +259,27 @@ class KafkaCollector:
                           topic=topic, status=status.value)
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
 
-    def _partition_series(self, builder: FamilyBuilder, row: _Row) -> None:
-        where = {"group": row.group.name, "topic": row.topic, "partition": str(row.partition)}
-        server = self._server(row.topic)
-        if row.committed is not None:
-            self._add(builder, "cdcwatch_kafka_consumergroup_committed_offset", row.committed, **where)
-        self._add(builder, "cdcwatch_kafka_consumergroup_lag_messages", row.lag, server=server, **where)
-        if row.lag_seconds is not None:
-            self._add(builder, "cdcwatch_kafka_consumergroup_lag_seconds", row.lag_seconds, server=server,
-                      method=row.method, **where)
-        for status in ConsumerStatus:
-            self._add(builder, "cdcwatch_kafka_consumergroup_status", float(status is row.status), status=status.value, **where)
+    def _partition_series(self, builder: FamilyBuilder, rows: list[_Row]) -> None:
+        """The per-partition series: tens of thousands on a large cluster, so samples are appended directly
+        and the status is one coded series per partition (the per-topic status is the full state set)."""
+        def family(metric: str) -> list[Sample]:
+            kind, help_text = KAFKA_METRICS[metric]
+            return builder.family(metric, kind, help_text).samples
+
+        committed, lag = family("cdcwatch_kafka_consumergroup_committed_offset"), family("cdcwatch_kafka_consumergroup_lag_messages")
+        seconds, status = family("cdcwatch_kafka_consumergroup_lag_seconds"), family("cdcwatch_kafka_consumergroup_status_code")
+        base = self._labels()
+        servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
+        for row in rows:
+            where = {**base, "group": row.group.name, "topic": row.topic, "partition": str(row.partition)}
+            with_server = {**where, "server": servers[row.topic]}
+            if row.committed is not None:
+                committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", where, row.committed))
+            lag.append(Sample("cdcwatch_kafka_consumergroup_lag_messages", with_server, row.lag))
+            if row.lag_seconds is not None:
+                seconds.append(Sample("cdcwatch_kafka_consumergroup_lag_seconds", {**with_server, "method": row.method},
+                                      row.lag_seconds))
+            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", where, SEVERITY[row.status]))
 
     def close(self) -> None:
         self.messages.close()

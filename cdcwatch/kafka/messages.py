@@ -55,6 +55,8 @@ class NewestChange:
 
 
 _NO_TIMESTAMP = (-1.0, "")
+SEEK_GAP = 500
+"""Read through gaps up to this many messages between two wanted offsets of a partition; seek over longer ones."""
 
 
 class MessageReader:
@@ -102,27 +104,51 @@ class MessageReader:
         return {at: change for at in wanted if (change := self.newest.get(at)) is not None}
 
     def _fetch(self, wanted: list[At], deadline: float) -> dict[At, Message]:
+        """The messages at the wanted offsets that could be read before the deadline.
+
+        Each partition is read forward from its smallest wanted offset, seeking over gaps longer
+        than SEEK_GAP, and paused once its last wanted offset (or its end) is reached.
+        """
         if not wanted:
             return {}
-        targets = {(topic, partition): offset for topic, partition, offset in wanted}
-        self.consumer.assign([TopicPartition(t, p, o) for (t, p), o in targets.items()])
+        plan: dict[tuple[str, int], list[int]] = {}
+        for topic, partition, offset in sorted(set(wanted)):
+            plan.setdefault((topic, partition), []).append(offset)
+        assignment = [TopicPartition(t, p, offsets[0]) for (t, p), offsets in plan.items()]
+        self.consumer.assign(assignment)
+        self.consumer.resume(assignment)  # librdkafka keeps a partition paused by an earlier fetch
         got: dict[At, Message] = {}
         try:
-            while targets and time.monotonic() < deadline:
-                for message in self.consumer.consume(num_messages=len(targets) * 4,
-                                                     timeout=min(0.2, max(deadline - time.monotonic(), 0.01))):
+            while plan and time.monotonic() < deadline:
+                batch = self.consumer.consume(num_messages=1000,
+                                              timeout=min(0.2, max(deadline - time.monotonic(), 0.01)))
+                for message in batch:
                     where = (message.topic(), message.partition())
-                    if where not in targets:
+                    pending = plan.get(where)
+                    if pending is None:
                         continue
                     error = message.error()
-                    if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            self._done(plan, where)
                         continue
-                    if error is None and message.offset() == targets[where]:
-                        got[(*where, targets[where])] = message
-                    targets.pop(where)  # one message (or the end of the log) per partition is all we need
+                    offset = message.offset()
+                    while pending and pending[0] < offset:  # compacted away or deleted: not readable
+                        pending.pop(0)
+                    if pending and pending[0] == offset:
+                        got[(*where, offset)] = message
+                        pending.pop(0)
+                    if not pending:
+                        self._done(plan, where)
+                    elif pending[0] - offset > SEEK_GAP:
+                        self.consumer.seek(TopicPartition(*where, pending[0]))
         finally:
             self.consumer.unassign()
         return got
+
+    def _done(self, plan: dict[tuple[str, int], list[int]], where: tuple[str, int]) -> None:
+        plan.pop(where, None)
+        self.consumer.pause([TopicPartition(*where)])
 
     def close(self) -> None:
         self.consumer.close()

@@ -16,7 +16,7 @@ import enum
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["ConsumerStatus", "Sample", "StatusWindow"]
+__all__ = ["ConsumerStatus", "WindowSample", "StatusWindow"]
 
 
 class ConsumerStatus(enum.Enum):
@@ -29,11 +29,11 @@ class ConsumerStatus(enum.Enum):
 
 SEVERITY = {ConsumerStatus.OK: 0, ConsumerStatus.WARN: 1, ConsumerStatus.STALL: 2, ConsumerStatus.STOP: 3,
             ConsumerStatus.REWIND: 4}
-"""Order for a group's overall status: the worst of its partitions."""
+"""Severity order (a topic's status is the worst of its partitions); also the exported status code."""
 
 
 @dataclass(frozen=True)
-class Sample:
+class WindowSample:
     at: float
     committed: int
     lag: int
@@ -43,10 +43,10 @@ class StatusWindow:
     """The last `size` samples of one group partition, no older than `max_age` seconds."""
 
     def __init__(self, size: int, max_age: float) -> None:
-        self.samples: deque[Sample] = deque(maxlen=size)
+        self.samples: deque[WindowSample] = deque(maxlen=size)
         self.max_age = max_age
 
-    def add(self, sample: Sample) -> None:
+    def add(self, sample: WindowSample) -> None:
         self.samples.append(sample)
         while self.samples and sample.at - self.samples[0].at > self.max_age:
             self.samples.popleft()

@@ -7,13 +7,13 @@ import pytest
 from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import BoundedCache
-from cdcwatch.kafka.status import ConsumerStatus, Sample, StatusWindow
+from cdcwatch.kafka.status import ConsumerStatus, WindowSample, StatusWindow
 
 
 def window(samples: list[tuple[int, int]], size: int = 3) -> StatusWindow:
     result = StatusWindow(size, max_age=3600)
     for second, (committed, lag) in enumerate(samples):
-        result.add(Sample(float(second), committed, lag))
+        result.add(WindowSample(float(second), committed, lag))
     return result
 
 
@@ -34,7 +34,7 @@ def test_status(samples: list[tuple[int, int]], members: bool, expected: Consume
 def test_old_samples_leave_the_window() -> None:
     stale = StatusWindow(10, max_age=60)
     for at in (0.0, 10.0, 100.0, 110.0, 120.0):
-        stale.add(Sample(at, 5, 3))
+        stale.add(WindowSample(at, 5, 3))
     assert [s.at for s in stale.samples] == [100.0, 110.0, 120.0]
 
 
