@@ -159,21 +159,23 @@ class TargetConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
+def _check_regexes(patterns: Any) -> Any:
+    """A list of regular expressions, or a mapping keyed by them: each must compile."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return patterns
+
+
 class NameFilter(_Strict):
     """Regular expressions (full match) a name must match one of (`allow`) and none of (`deny`)."""
 
     allow: list[str] = Field(default_factory=lambda: [".*"], description="Names to include.")
     deny: list[str] = Field(default_factory=list, description="Names to exclude, even when allowed.")
 
-    @field_validator("allow", "deny")
-    @classmethod
-    def _regexes(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression: {exc}") from None
-        return value
+    _regexes = field_validator("allow", "deny")(lambda value: _check_regexes(value))
 
     def matches(self, name: str) -> bool:
         return (any(re.fullmatch(p, name) for p in self.allow)
@@ -210,15 +212,7 @@ class KafkaClusterConfig(_Strict):
 
     _name = field_validator("name")(_check_name)
 
-    @field_validator("topic_servers")
-    @classmethod
-    def _topic_servers(cls, value: dict[str, str]) -> dict[str, str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
-        return value
+    _topic_servers = field_validator("topic_servers")(lambda value: _check_regexes(value))
 
     _labels = field_validator("labels")(_check_labels)
 

@@ -30,7 +30,7 @@ INVALID = {
     "invalid-yaml-syntax.yaml": "line 2, column 8: expected ','",
     "invalid-top-level-list.yaml": "(top level): expected a mapping",
     "invalid-missing-targets.yaml": "(top level): nothing to scrape: configure at least one of targets or kafka",
-    "invalid-kafka-regex.yaml": "kafka[0].groups.deny: not a regular expression",
+    "invalid-kafka-regex.yaml": "kafka[0].groups.deny: 'spark-(unclosed' is not a regular expression",
     "invalid-kafka-granularity.yaml": "kafka[0].granularity: expected 'partition' or 'topic'",
     "invalid-kafka-window.yaml": "kafka[0].status.window_samples: must be greater than or equal to 3",
     "invalid-target-name.yaml": "targets[0].name: use letters, digits",
