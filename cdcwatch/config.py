@@ -32,6 +32,7 @@ __all__ = [
     "KafkaClusterConfig",
     "ListenSettings",
     "NameFilter",
+    "PostgresSourceConfig",
     "StatusSettings",
     "TargetConfig",
     "load_config",
@@ -44,7 +45,7 @@ DEFAULT_PORT = 10121
 RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
      "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
-     "group", "topic", "partition", "method"}
+     "group", "topic", "partition", "method", "slot", "slot_type", "wal_status"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
@@ -217,6 +218,27 @@ class KafkaClusterConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
+class PostgresSourceConfig(_Strict):
+    """A PostgreSQL (or YugabyteDB) source whose replication slots are watched, with read-only SQL."""
+
+    name: str = Field(description="Unique source name; the `target` label of its series.")
+    host: str = Field("127.0.0.1", description="libpq host (name, address or socket directory).")
+    port: int = Field(5432, ge=1, le=65535, description="libpq port.")
+    dbname: str = Field("postgres", description="Database to connect to (slots of every database are listed).")
+    user: str = Field("postgres", description="A role allowed to read pg_replication_slots (e.g. pg_monitor).")
+    password: SecretStr | None = Field(None, description="Its password; use ${VAR}.")
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
+        "prefer", description="libpq sslmode.")
+    slots: NameFilter = Field(default_factory=NameFilter, description="Slots to report.")
+    slot_servers: dict[str, str] = Field(default_factory=dict, description=(
+        "Slot name -> Debezium server (topic.prefix): the `server` label that joins the slot to its connector."))
+    timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this source.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this source.")
+
+    _name = field_validator("name")(_check_name)
+    _labels = field_validator("labels")(_check_labels)
+
+
 class Config(_Strict):
     """The whole configuration file."""
 
@@ -224,12 +246,15 @@ class Config(_Strict):
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
     targets: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
     kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
+    postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(
+        "PostgreSQL / YugabyteDB sources whose replication slots are watched."))
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        if not self.targets and not self.kafka:
-            raise ValueError("nothing to scrape: configure at least one of targets or kafka")
-        for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka])):
+        if not self.targets and not self.kafka and not self.postgres:
+            raise ValueError("nothing to scrape: configure at least one of targets, kafka or postgres")
+        for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka]),
+                            ("postgres source", [p.name for p in self.postgres])):
             seen: set[str] = set()
             for name in names:
                 if name in seen:

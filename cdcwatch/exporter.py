@@ -57,7 +57,7 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured JMX target and Kafka cluster."""
+    """One collector per configured JMX target, Kafka cluster and PostgreSQL source."""
     scheduled: list[ScheduledCollector] = []
     if config.targets:
         from cdcwatch.debezium import DebeziumCollector
@@ -73,6 +73,10 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         from cdcwatch.kafka import KafkaCollector
 
         scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
+    if config.postgres:
+        from cdcwatch.postgres import ReplicationSlotCollector
+
+        scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
     return scheduled
 
 

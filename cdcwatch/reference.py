@@ -13,6 +13,7 @@ from cdcwatch.config import Config
 from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
+from cdcwatch.postgres.slots import SLOT_METRICS
 
 __all__ = ["config_reference", "metrics_reference"]
 
@@ -54,6 +55,11 @@ def metrics_reference() -> str:
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
     lines += [f"| `{name}` | {kind} | {', '.join(KAFKA_LABELS[name]) or '-'} | {help} |"
               for name, (kind, help) in KAFKA_METRICS.items()]
+    lines += ["", "### PostgreSQL replication slots", "",
+              "Every series carries the label target (the source name) and the source's static labels.", "",
+              "| metric | type | extra labels | help |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | {help} |"
+              for name, (kind, help, labels) in SLOT_METRICS.items()]
     lines += [""]
     return "\n".join(lines)
 

@@ -1,0 +1,76 @@
+"""The postgres collector on a real PostgreSQL 15 with a real Debezium connector's replication slot.
+
+While the connector streams, its slot is active and tied to the connector's `server`; once the
+connector stops, writes make the retained WAL and the confirmed-flush lag grow while the slot's
+last advance stays put; the database going down gives up 0 within the deadline, and back, up 1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
+from cdcwatch.stack.procs import free_port, wait_for
+from tests.integration.conftest import value
+
+pytestmark = pytest.mark.integration
+
+SLOT = "slotwatch_dbz"
+MANUAL = "slotwatch_manual"
+SERVER = "slotsrv"
+
+
+def config(postgres) -> str:
+    return (f"postgres:\n  - name: source\n    host: 127.0.0.1\n    port: {postgres.port}\n    timeout_seconds: 3\n"
+            f"    slots: {{allow: ['slotwatch_.*']}}\n    slot_servers: {{{SLOT}: {SERVER}}}\n")
+
+
+def slot_value(values, metric: str, slot: str = SLOT, **labels: str) -> float | None:
+    return value(values, f"cdcwatch_postgres_replication_slot_{metric}", target="source", slot=slot, **labels)
+
+
+def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factory) -> None:
+    postgres.sql("DROP TABLE IF EXISTS slot_items; CREATE TABLE slot_items (id int PRIMARY KEY, body text);"
+                 "INSERT INTO slot_items VALUES (1, 'a');")
+    postgres.sql(f"SELECT pg_create_logical_replication_slot('{MANUAL}', 'pgoutput')")
+    postgres.sql("ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'")  # ALTER SYSTEM runs outside a transaction
+    postgres.sql("SELECT pg_reload_conf()")
+    state = stack_dir / "dbz-slots"
+    connector = DebeziumProcess(state, free_port(),
+                                postgres_connector_properties(state, postgres.port, SERVER, "public.slot_items", slot=SLOT))
+    connector.start()
+    serve = serve_factory(config(postgres))
+    try:
+        wait_for(lambda: slot_value(serve.scrape(), "active", server=SERVER) == 1, 60, "the connector's slot to be active")
+        values = serve.scrape()
+        assert value(values, "cdcwatch_up", collector="postgres", target="source") == 1
+        assert value(values, "cdcwatch_postgres_replication_slots", target="source") == 2
+        assert slot_value(values, "active", plugin="pgoutput", slot_type="logical", database="postgres") == 1
+        assert slot_value(values, "wal_status", wal_status="reserved") == 1
+        assert slot_value(values, "wal_status", wal_status="lost") == 0
+        assert 0.5 * 1024**3 < slot_value(values, "safe_wal_size_bytes") < 2 * 1024**3  # max_slot_wal_keep_size 1GB
+        assert slot_value(values, "active", slot=MANUAL, server="") == 0
+    finally:
+        connector.stop()
+
+    wait_for(lambda: slot_value(serve.scrape(), "active") == 0, 30, "the slot to be released")
+    before = serve.scrape()
+    postgres.sql("INSERT INTO slot_items SELECT g, repeat('x', 200) FROM generate_series(2, 20001) g")
+    after = serve.scrape()
+    grown = slot_value(after, "retained_wal_bytes") - slot_value(before, "retained_wal_bytes")
+    assert grown > 4 * 1024 * 1024, "20,000 rows of 200 bytes are retained for the stopped connector"
+    assert slot_value(after, "confirmed_flush_lag_bytes") - slot_value(before, "confirmed_flush_lag_bytes") == grown
+    assert slot_value(after, "last_advance_timestamp_seconds") == slot_value(before, "last_advance_timestamp_seconds")
+
+    postgres.stop()
+    try:
+        values, took = serve.timed_scrape()
+        assert value(values, "cdcwatch_up", collector="postgres", target="source") == 0
+        assert took < 3 + 1.5
+    finally:
+        postgres.start()
+    wait_for(lambda: value(serve.scrape(), "cdcwatch_up", collector="postgres", target="source") == 1, 30,
+             "the source to be back")
+    postgres.sql(f"SELECT pg_drop_replication_slot('{MANUAL}'); SELECT pg_drop_replication_slot('{SLOT}');")
+    postgres.sql("ALTER SYSTEM RESET max_slot_wal_keep_size")
+    postgres.sql("SELECT pg_reload_conf()")
