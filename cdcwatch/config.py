@@ -28,6 +28,7 @@ __all__ = [
     "RESERVED_LABELS",
     "Config",
     "ConfigError",
+    "ConnectWorkerConfig",
     "JmxSettings",
     "KafkaClusterConfig",
     "ListenSettings",
@@ -45,7 +46,8 @@ DEFAULT_PORT = 10121
 RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
      "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
-     "group", "topic", "partition", "method", "slot", "slot_type", "wal_status"}
+     "group", "topic", "partition", "method", "slot", "slot_type", "wal_status", "connector", "worker_id",
+     "type", "class", "exception", "version", "commit", "kafka_cluster_id"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
@@ -218,6 +220,35 @@ class KafkaClusterConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
+class ConnectWorkerConfig(_Strict):
+    """A Kafka Connect worker: its REST API (connector and task states) and, optionally, its JMX."""
+
+    name: str = Field(description="Unique worker name; the `target` label of its series.")
+    url: str = Field(description="REST API base URL, e.g. `http://connect-1:8083`.")
+    username: str | None = Field(None, description="Basic-auth user of the REST API.")
+    password: SecretStr | None = Field(None, description="Basic-auth password; use ${VAR}.")
+    ca_file: str | None = Field(None, description="CA bundle to verify an https REST API against.")
+    jmx: JmxSettings | None = Field(None, description="The worker JVM's JMX endpoint, for its kafka.connect MBeans.")
+    timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this worker.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this worker.")
+
+    _name = field_validator("name")(_check_name)
+    _labels = field_validator("labels")(_check_labels)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _credentials(self) -> ConnectWorkerConfig:
+        if (self.username is None) != (self.password is None):
+            raise ValueError("username and password go together")
+        return self
+
+
 class PostgresSourceConfig(_Strict):
     """A PostgreSQL (or YugabyteDB) source whose replication slots are watched, with read-only SQL."""
 
@@ -246,14 +277,16 @@ class Config(_Strict):
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
     targets: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
     kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
+    connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")
     postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(
         "PostgreSQL / YugabyteDB sources whose replication slots are watched."))
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        if not self.targets and not self.kafka and not self.postgres:
-            raise ValueError("nothing to scrape: configure at least one of targets, kafka or postgres")
+        if not (self.targets or self.kafka or self.connect or self.postgres):
+            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect or postgres")
         for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka]),
+                            ("connect worker", [c.name for c in self.connect]),
                             ("postgres source", [p.name for p in self.postgres])):
             seen: set[str] = set()
             for name in names:

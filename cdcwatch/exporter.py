@@ -57,22 +57,30 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured JMX target, Kafka cluster and PostgreSQL source."""
+    """One collector per configured JMX target, Kafka cluster, Connect worker and PostgreSQL source."""
     scheduled: list[ScheduledCollector] = []
+    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
+        (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
+    if jmx_settings:
+        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
+
+        set_response_timeout(max(timeout for _, timeout in jmx_settings))
+        if any(settings.backend == "jpype" for settings, _ in jmx_settings):
+            ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
     if config.targets:
         from cdcwatch.debezium import DebeziumCollector
         from cdcwatch.jmx import make_client
-        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
 
-        set_response_timeout(max(t.timeout_seconds for t in config.targets))
-        if any(t.jmx.backend == "jpype" for t in config.targets):
-            ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
         scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
                       for t in config.targets]
     if config.kafka:
         from cdcwatch.kafka import KafkaCollector
 
         scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
+    if config.connect:
+        from cdcwatch.connect import ConnectCollector
+
+        scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds) for c in config.connect]
     if config.postgres:
         from cdcwatch.postgres import ReplicationSlotCollector
 

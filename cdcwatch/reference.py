@@ -13,6 +13,8 @@ from cdcwatch.config import Config
 from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
+from cdcwatch.connect.collector import CONNECT_METRICS
+from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
 from cdcwatch.postgres.slots import SLOT_METRICS
 
 __all__ = ["config_reference", "metrics_reference"]
@@ -55,6 +57,19 @@ def metrics_reference() -> str:
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
     lines += [f"| `{name}` | {kind} | {', '.join(KAFKA_LABELS[name]) or '-'} | {help} |"
               for name, (kind, help) in KAFKA_METRICS.items()]
+    lines += ["", "### Kafka Connect workers", "",
+              "Every series carries the label target (the worker name) and the worker's static labels.", "",
+              "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | REST | {help} |"
+              for name, (kind, help, labels) in CONNECT_METRICS.items()]
+    jmx_rows: dict[str, tuple[str, str, list[str]]] = {}
+    for rule in CONNECT_RULES:
+        row = jmx_rows.setdefault(rule.metric, (rule.type, rule.help, []))
+        row[2].append(f"`{rule.bean_type.split('+')[0]}` `{rule.attribute}`")
+    lines += [f"| `{name}` | {kind} | connector, task (per bean) | JMX {', '.join(attrs)} | {help} |"
+              for name, (kind, help, attrs) in jmx_rows.items()]
+    lines += [f"| `{name}` | gauge | connector(, task), state | JMX `{bean}` `status` | Status the MBean reports, as a state set. |"
+              for bean, name in STATUS_RULES.items()]
     lines += ["", "### PostgreSQL replication slots", "",
               "Every series carries the label target (the source name) and the source's static labels.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]

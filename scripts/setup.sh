@@ -16,6 +16,7 @@ command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
 [ -x /usr/bin/Burrow ] || packages+=(burrow)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
+command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing ${packages[*]}"

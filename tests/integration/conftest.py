@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cdcwatch.stack.kafka import KafkaServer
 from cdcwatch.stack.mariadb import MariaDbServer
+from cdcwatch.stack.noida import NoidaKafka
 from cdcwatch.stack.postgres import PostgresServer
 from cdcwatch.stack.procs import free_port, port_open, wait_for
 
@@ -48,6 +49,15 @@ def kafka09(stack_dir: Path) -> Iterator[KafkaServer]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def noida(stack_dir: Path) -> Iterator[NoidaKafka]:
+    """noida-db's Kafka protocol: the broker modern clients (Connect 4.x, Spark) need here."""
+    broker = NoidaKafka(stack_dir / "noida")
+    broker.start()
+    yield broker
+    broker.stop()
 
 
 @pytest.fixture(scope="session")

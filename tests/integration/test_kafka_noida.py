@@ -12,21 +12,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cdcwatch.stack.noida import NoidaKafka
 from tests.integration.conftest import value
 
 pytestmark = pytest.mark.integration
 
 TOPIC = "noidasrv.public.rows"
 GROUP = "noida-apply"
-
-
-@pytest.fixture(scope="module")
-def noida(stack_dir):
-    broker = NoidaKafka(stack_dir / "noida")
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def test_lag_in_seconds_from_broker_timestamps(noida, serve_factory) -> None:

