@@ -101,6 +101,13 @@ def parse(text: str) -> dict[tuple[str, frozenset], float]:
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+def promtool_check(text: str) -> None:
+    """`promtool check metrics` on an exposition; fails the test with promtool's complaints."""
+    done = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"], input=text,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def value(values: dict, name: str, **labels: str) -> float | None:
     """The one sample of `name` whose labels include `labels` (None if absent)."""
     found = [v for (n, ls), v in values.items() if n == name and set(labels.items()) <= set(ls)]

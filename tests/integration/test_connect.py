@@ -11,7 +11,7 @@ import pytest
 from cdcwatch.stack.connect import ConnectWorker
 from cdcwatch.stack.debezium import postgres_connector_properties
 from cdcwatch.stack.procs import wait_for
-from tests.integration.conftest import value
+from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration
 
@@ -84,6 +84,7 @@ def test_states_from_rest_and_jmx_through_a_connector_life(worker, postgres, ser
     assert len(failures) == 1 and failures[0]["task"] == "0" and failures[0]["server"] == SERVER
     assert "." in failures[0]["exception"] and " " not in failures[0]["exception"], failures[0]
     assert value(values, "cdcwatch_connect_connector_tasks_running", connector="inventory") == 0
+    promtool_check(serve.text())
 
 
 def test_a_connector_whose_class_is_missing_at_start_fails_without_mbeans(worker, serve_factory) -> None:
