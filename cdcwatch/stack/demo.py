@@ -81,12 +81,14 @@ def run_demo(state_dir: str, port: int, rows: int) -> int:
         config_file = base / "cdcwatch.yml"
         config_file.write_text(
             f"listen:\n  address: 127.0.0.1\n  port: {port}\ntargets:\n  - name: demo-connector\n"
-            f"    jmx:\n      host: 127.0.0.1\n      port: {jmx_port}\n", encoding="utf-8")
+            f"    jmx:\n      host: 127.0.0.1\n      port: {jmx_port}\n"
+            f"postgres:\n  - name: demo-source\n    host: 127.0.0.1\n    port: {pg.port}\n"
+            f"    slot_servers: {{cdcwatch_slot: {SERVER}}}\n", encoding="utf-8")
         config = load_config(config_file)
         exporter = Exporter(build_collectors(config))
         server = make_http_server("127.0.0.1", port, exporter)
         print(f"[3/3] cdcwatch serving http://127.0.0.1:{port}/metrics\n", flush=True)
-        print(f"  metrics      http://127.0.0.1:{port}/metrics   (try: curl -s localhost:{port}/metrics | grep cdcwatch_debezium_connected)")
+        print(f"  metrics      http://127.0.0.1:{port}/metrics   (try: curl -s localhost:{port}/metrics | grep -E 'debezium_connected|slot_retained')")
         print(f"  check        cdcwatch check --config {config_file}")
         print(f"  PostgreSQL   psql -h 127.0.0.1 -p {pg.port} -U postgres   (log {pg.log})")
         print(f"  Debezium     log {dbz.log}, events {dbz.events_file}")
