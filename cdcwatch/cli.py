@@ -82,8 +82,13 @@ def _serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
+    from cdcwatch.reload import ConfigReloader
+
+    reloader = ConfigReloader(args.config, exporter, config)
+    signal.signal(signal.SIGHUP, lambda *_: threading.Thread(target=reloader.reload, daemon=True).start())
+    threading.Thread(target=reloader.watch, args=(stop,), name="cdcwatch-config-watch", daemon=True).start()
     host = f"[{address}]" if ":" in address else address
-    logging.info("cdcwatch %s serving http://%s:%d/metrics for %d target(s)", __version__, host, port, len(config.targets))
+    logging.info("cdcwatch %s serving http://%s:%d/metrics (reload: SIGHUP or edit %s)", __version__, host, port, args.config)
     try:
         server.serve_forever(poll_interval=0.5)
     finally:

@@ -23,7 +23,7 @@ from cdcwatch import __version__
 from cdcwatch.config import Config
 from cdcwatch.families import Collection, FamilyBuilder, TargetCollector
 
-__all__ = ["SELF_METRICS", "Exporter", "ScheduledCollector", "TargetResult", "build_collectors"]
+__all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
 
 log = logging.getLogger("cdcwatch")
 
@@ -33,7 +33,20 @@ SELF_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("cdcwatch_scrape_duration_seconds", "gauge", "collector, target", "Time the last collection from the target took."),
     ("cdcwatch_scrape_errors_total", "counter", "collector, target", "Failed collections from the target since cdcwatch started."),
     ("cdcwatch_build_info", "gauge", "version, python_version", "Always 1; the labels tell the cdcwatch build."),
+    ("cdcwatch_config_last_reload_successful", "gauge", "-", "1 if the last configuration (re)load succeeded, else 0."),
+    ("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "-", "When the configuration in use was loaded."),
+    ("cdcwatch_config_reload_failures_total", "counter", "-",
+     "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
 )
+
+
+@dataclass
+class ReloadStats:
+    """How configuration reloads went, for the self metrics."""
+
+    failures: int = 0
+    last_successful: bool = True
+    last_success_time: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,31 @@ class Exporter:
         self._errors: dict[tuple[str, str], int] = {(s.collector.collector, s.collector.target): 0 for s in self._collectors}
         self._last_up: dict[tuple[str, str], bool] = {}
         self._lock = threading.Lock()
+        self.reloads = ReloadStats()
+
+    def replace(self, collectors: Sequence[ScheduledCollector]) -> None:
+        """Collect from `collectors` from the next scrape on; the old ones close once their collections end.
+
+        Error counters of targets that stay carry on (counters never reset while cdcwatch runs).
+        """
+        with self._lock:
+            old, in_flight, old_pool = self._collectors, list(self._in_flight.values()), self._pool
+            self._collectors = list(collectors)
+            self._in_flight = {}
+            self._pool = ThreadPoolExecutor(max_workers=max(len(self._collectors), 1), thread_name_prefix="cdcwatch-collect")
+            for scheduled in self._collectors:
+                self._errors.setdefault((scheduled.collector.collector, scheduled.collector.target), 0)
+
+        def retire() -> None:
+            for future in in_flight:
+                try:
+                    future.result(timeout=120)
+                except Exception:  # its scrape already reported it
+                    pass
+            _close_all(old)
+            old_pool.shutdown(wait=False)
+
+        threading.Thread(target=retire, name="cdcwatch-retire", daemon=True).start()
 
     def scrape(self) -> list[TargetResult]:
         """Collect every target concurrently, each under its own deadline."""
@@ -152,6 +190,11 @@ class Exporter:
                         float(self._errors.get((r.collector, r.target), 0)))
         builder.add("cdcwatch_build_info", "gauge", help_of["cdcwatch_build_info"],
                     {"version": __version__, "python_version": platform.python_version()}, 1.0)
+        for name, value in (("cdcwatch_config_last_reload_successful", float(self.reloads.last_successful)),
+                            ("cdcwatch_config_last_reload_success_timestamp_seconds", self.reloads.last_success_time),
+                            ("cdcwatch_config_reload_failures_total", float(self.reloads.failures))):
+            kind = next(kind for metric, kind, _, _ in SELF_METRICS if metric == name)
+            builder.add(name, kind, help_of[name], {}, value)
         return builder.families()
 
     # prometheus_client collector protocol
@@ -170,9 +213,13 @@ class Exporter:
         yield from self.self_families(results)
 
     def close(self) -> None:
-        for scheduled in self._collectors:
-            try:
-                scheduled.collector.close()
-            except Exception:  # closing must not stop the others from closing
-                log.debug("closing %s failed", scheduled.collector.target, exc_info=True)
+        _close_all(self._collectors)
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _close_all(collectors: Iterable[ScheduledCollector]) -> None:
+    for scheduled in collectors:
+        try:
+            scheduled.collector.close()
+        except Exception:  # closing must not stop the others from closing
+            log.debug("closing %s failed", scheduled.collector.target, exc_info=True)
