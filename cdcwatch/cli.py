@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Sequence
 
 from cdcwatch import __version__
@@ -40,6 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", "-c", required=True, help="YAML configuration file")
     serve.add_argument("--listen-address", help="override listen.address from the config")
     serve.add_argument("--port", type=int, help="override listen.port from the config")
+    serve.add_argument("--web.config.file", dest="web_config_file",
+                       help="TLS and basic auth for /metrics (exporter-toolkit web config format)")
 
     check = commands.add_parser("check", help="scrape every target once; exit 0 all up, 1 any down, 2 bad config")
     check.add_argument("--config", "-c", required=True, help="YAML configuration file")
@@ -67,9 +70,19 @@ def _serve(args: argparse.Namespace) -> int:
     config = _load(args.config)
     address = args.listen_address or config.listen.address
     port = args.port or config.listen.port
+    web_file = args.web_config_file or config.listen.web_config_file
+    web = None
+    if web_file:
+        from cdcwatch.web import load_web_config
+
+        try:
+            web = load_web_config(web_file)
+        except ValueError as exc:
+            print(f"cdcwatch: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
     exporter = Exporter(build_collectors(config))
     try:
-        server = make_http_server(address, port, exporter)
+        server = make_http_server(address, port, exporter, web, Path(web_file).parent if web_file else None)
     except OSError as exc:
         print(f"cdcwatch: cannot listen on {address}:{port}: {exc.strerror}", file=sys.stderr)
         exporter.close()

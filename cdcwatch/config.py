@@ -86,6 +86,8 @@ class ListenSettings(_Strict):
 
     address: str = Field("127.0.0.1", description="Bind address (use 0.0.0.0 to listen on all interfaces).")
     port: int = Field(DEFAULT_PORT, ge=1, le=65535, description="TCP port of the HTTP endpoint.")
+    web_config_file: str | None = Field(None, description=(
+        "Web config (exporter-toolkit format): TLS and basic auth for `/metrics`; `--web.config.file` overrides."))
 
     _address = field_validator("address")(_check_host)
 

@@ -1,8 +1,9 @@
-"""The HTTP endpoint: `/metrics`, a landing page at `/`, 404 elsewhere."""
+"""The HTTP(S) endpoint: `/metrics`, a landing page at `/`, 404 elsewhere; TLS and basic auth per web config."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 from typing import Any, Callable, Iterable
 from wsgiref.simple_server import WSGIServer, make_server
 
@@ -11,6 +12,7 @@ from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from cdcwatch import __version__
 from cdcwatch.exporter import Exporter
+from cdcwatch.web import WebConfig, require_basic_auth, server_ssl_context
 
 __all__ = ["build_app", "make_http_server"]
 
@@ -41,11 +43,19 @@ def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
     return app
 
 
-def make_http_server(address: str, port: int, exporter: Exporter) -> WSGIServer:
-    """A threaded HTTP server bound to address:port (IPv4 or IPv6)."""
+def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig | None = None,
+                     web_dir: Path | None = None) -> WSGIServer:
+    """A threaded HTTP server bound to address:port (IPv4 or IPv6); HTTPS and basic auth per `web`."""
     family, _, _, _, sockaddr = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
 
     class Server(ThreadingWSGIServer):
         address_family = family
 
-    return make_server(sockaddr[0], port, build_app(exporter), Server, handler_class=_SilentHandler)
+    app = build_app(exporter)
+    if web is not None and web.basic_auth_users:
+        app = require_basic_auth(app, web.basic_auth_users)
+    server = make_server(sockaddr[0], port, app, Server, handler_class=_SilentHandler)
+    if web is not None and web.tls_server_config is not None:
+        context = server_ssl_context(web.tls_server_config, web_dir or Path("."))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    return server

@@ -1,0 +1,121 @@
+"""`/metrics` security from a web config file in the format Prometheus exporters use
+(exporter-toolkit): TLS with an optional client CA, and basic auth with bcrypt-hashed passwords.
+
+    tls_server_config:
+      cert_file: server.crt
+      key_file: server.key
+      client_ca_file: ca.crt                     # optional
+      client_auth_type: RequireAndVerifyClientCert
+    basic_auth_users:
+      prometheus: $2b$12$...                     # htpasswd -nBC 12 "" | tr -d ':'
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import ssl
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal
+
+import bcrypt
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = ["TlsServerConfig", "WebConfig", "load_web_config", "require_basic_auth", "server_ssl_context"]
+
+ClientAuth = Literal["NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
+                     "RequireAndVerifyClientCert"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TlsServerConfig(_Strict):
+    cert_file: str
+    key_file: str
+    client_ca_file: str | None = None
+    client_auth_type: ClientAuth = "NoClientCert"
+    min_version: Literal["TLS12", "TLS13"] = "TLS12"
+
+
+class WebConfig(_Strict):
+    tls_server_config: TlsServerConfig | None = None
+    basic_auth_users: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("basic_auth_users")
+    @classmethod
+    def _hashes(cls, users: dict[str, str]) -> dict[str, str]:
+        for user, hashed in users.items():
+            if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+                raise ValueError(f"the password of {user!r} is not a bcrypt hash")
+        return users
+
+
+def load_web_config(path: str | Path) -> WebConfig:
+    """The web config, checked: keys, types, bcrypt hashes, and that the TLS files load. ValueError otherwise."""
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        web = WebConfig.model_validate(document)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"web config {path}: {exc}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
+        raise ValueError(f"web config {path}: {problems}") from None
+    if web.tls_server_config is not None:
+        try:
+            server_ssl_context(web.tls_server_config, Path(path).parent)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"web config {path}: TLS files do not load: {exc}") from None
+    return web
+
+
+def server_ssl_context(tls: TlsServerConfig, base: Path) -> ssl.SSLContext:
+    """A server context; relative file names are read next to the web config file."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3 if tls.min_version == "TLS13" else ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(base / tls.cert_file, base / tls.key_file)
+    if tls.client_ca_file:
+        context.load_verify_locations(base / tls.client_ca_file)
+    context.verify_mode = {"RequireAndVerifyClientCert": ssl.CERT_REQUIRED, "RequireAnyClientCert": ssl.CERT_REQUIRED,
+                           "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+                           "RequestClientCert": ssl.CERT_OPTIONAL}.get(tls.client_auth_type, ssl.CERT_NONE)
+    return context
+
+
+def require_basic_auth(app: Callable[..., Iterable[bytes]], users: dict[str, str]) -> Callable[..., Iterable[bytes]]:
+    """`app` behind basic auth; a bcrypt check per new (user, password), then remembered (bcrypt is slow on purpose)."""
+    verified: set[str] = set()
+    lock = threading.Lock()
+
+    def allowed(header: str) -> bool:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            user, _, password = base64.b64decode(token, validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        hashed = users.get(user)
+        if hashed is None:
+            return False
+        key = hashlib.sha256(f"{user}\0{password}\0{hashed}".encode()).hexdigest()
+        with lock:
+            if key in verified:
+                return True
+        if bcrypt.checkpw(password.encode(), hashed.encode()):
+            with lock:
+                verified.add(key)
+            return True
+        return False
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if allowed(environ.get("HTTP_AUTHORIZATION", "")):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("Content-Type", "text/plain"), ("WWW-Authenticate", 'Basic realm="cdcwatch"')])
+        return [b"Unauthorized\n"]
+
+    return guarded
