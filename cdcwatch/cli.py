@@ -25,6 +25,8 @@ it sees as Prometheus metrics.
   cdcwatch serve --config cdcwatch.yml   serve /metrics (default http://127.0.0.1:{DEFAULT_PORT}/metrics)
   cdcwatch check --config cdcwatch.yml   scrape every target once and print a table
   cdcwatch docs metrics|config           print the metrics or configuration reference
+  cdcwatch apply --bootstrap-servers B --subscribe-pattern P --target DSN --checkpoint DIR
+                                         the reference Spark apply job, listener attached
   cdcwatch demo                          run a local PostgreSQL + Debezium stack, monitored
 
 The config file is YAML; see the README's configuration reference.
@@ -49,6 +51,29 @@ def _parser() -> argparse.ArgumentParser:
 
     docs = commands.add_parser("docs", help="print a generated reference (Markdown)")
     docs.add_argument("what", choices=["metrics", "config"])
+
+    apply = commands.add_parser("apply", help="run the reference Spark CDC apply job (Kafka → PostgreSQL)")
+    apply.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
+    apply.add_argument("--subscribe-pattern", required=True,
+                       help=r"regex of the topics to read, e.g. 'inventory\..*|__debezium-heartbeat\.inventory'")
+    apply.add_argument("--target", required=True, help="PostgreSQL connection string of the target")
+    apply.add_argument("--target-schema", default="cdcwatch_apply", help="schema of the target tables")
+    apply.add_argument("--checkpoint", required=True, help="Spark checkpoint directory (offsets live here)")
+    apply.add_argument("--master", default="local[*]", help="Spark master URL")
+    apply.add_argument("--query-name", default="cdc_apply", help="the `query` label")
+    apply.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval")
+    apply.add_argument("--metrics-address", default="127.0.0.1", help="address of the listener's /metrics")
+    apply.add_argument("--metrics-port", type=int, default=10122, help="port of the listener's /metrics (0: none)")
+    apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
+    apply.add_argument("--source", choices=["auto", "kafka", "cdcwatch_kafka"], default="auto",
+                       help="Spark's Kafka source (needs spark-sql-kafka) or cdcwatch's Python source; auto picks")
+    apply.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
+    apply.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
+                       help="skip offsets gone from the broker and count them instead of failing")
+    apply.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                       help="a librdkafka / Kafka client setting (repeatable)")
+    apply.add_argument("--linger-after-failure", type=float, default=0.0, metavar="SECONDS",
+                       help="keep /metrics up this long after the query failed")
 
     demo = commands.add_parser("demo", help="start PostgreSQL + a real Debezium connector + cdcwatch locally")
     demo.add_argument("--state-dir", default=".cdcwatch/demo", help="where the demo keeps its data and logs")
@@ -131,6 +156,25 @@ def _docs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _apply(args: argparse.Namespace) -> int:
+    from cdcwatch.spark.apply import ApplySettings, run_apply
+
+    options = {}
+    for option in args.kafka_option:
+        name, equals, value = option.partition("=")
+        if not equals or not name:
+            print(f"cdcwatch: --kafka-option {option!r}: expected KEY=VALUE", file=sys.stderr)
+            return EXIT_CONFIG
+        options[name] = value
+    return run_apply(ApplySettings(
+        bootstrap_servers=args.bootstrap_servers, subscribe_pattern=args.subscribe_pattern, target_dsn=args.target,
+        checkpoint=args.checkpoint, master=args.master, query_name=args.query_name, target_schema=args.target_schema,
+        trigger_seconds=args.trigger_seconds, metrics_address=args.metrics_address,
+        metrics_port=args.metrics_port or None, pushgateway=args.pushgateway, fail_on_data_loss=args.fail_on_data_loss,
+        max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source, kafka_options=options,
+        linger_after_failure_seconds=args.linger_after_failure))
+
+
 def _demo(args: argparse.Namespace) -> int:
     from cdcwatch.stack.demo import run_demo
 
@@ -151,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
-    handlers = {"serve": _serve, "check": _check, "docs": _docs, "demo": _demo}
+    handlers = {"serve": _serve, "check": _check, "docs": _docs, "apply": _apply, "demo": _demo}
     if args.command is None:
         _parser().print_help()
         return EXIT_CONFIG

@@ -112,7 +112,7 @@ def _data_event(payload: dict[str, Any], row: RowKey | None, topic: str | None) 
         position=parse_position(source, system) if system is not None else None,
         commit_time_ns=_commit_time(source, system), emitted_time_ns=_time_ns(payload, "payload"),
         snapshot=_snapshot(source), source_transaction_id=_transaction_id(source),
-        transaction=_transaction_block(payload.get("transaction")))
+        transaction=_transaction_block(payload.get("transaction")), after=_row(payload.get("after")))
 
 
 def _schema_change(payload: dict[str, Any], row: RowKey | None, topic: str | None) -> ChangeEvent:
@@ -160,6 +160,12 @@ def _heartbeat(payload: dict[str, Any], raw_key: Raw, topic: str | None) -> Chan
     elif not isinstance(server, str):
         raise EventDecodeError("heartbeat key serverName is not a string")
     return ChangeEvent(Kind.HEARTBEAT, server=server, emitted_time_ns=_time_ns(payload, "payload"))
+
+
+def _row(after: Any) -> dict[str, Any] | None:
+    if after is None or isinstance(after, dict):
+        return after
+    raise EventDecodeError("after is not an object")
 
 
 def _source(payload: Mapping[str, Any]) -> Mapping[str, Any]:

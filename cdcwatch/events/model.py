@@ -94,6 +94,8 @@ class ChangeEvent:
     transaction: TransactionBlock | None = None
     boundary: TransactionBoundary | None = None
     ddl: str | None = None
+    after: dict[str, Any] | None = None
+    """The row after the change (create, update, snapshot read); None for deletes and other kinds."""
 
     @property
     def commit_time(self) -> float | None:

@@ -54,6 +54,14 @@ class Position(NamedTuple):
     def __str__(self) -> str:
         return _DESCRIBE[self.system](self.order)
 
+    def sortable(self) -> str:
+        """A string whose byte order is the position order (for a text column compared with C collation)."""
+        return ".".join(f"{part + _SORTABLE_OFFSET:040d}" for part in self.order)
+
+
+_SORTABLE_OFFSET = 10**20
+"""Shifts the -1 of a NULL SQL Server change LSN to a non-negative number; every part stays below 10^40."""
+
 
 def _optional_integer(source: Mapping[str, Any], name: str) -> int | None:
     value = source.get(name)

@@ -124,6 +124,12 @@ class ConnectWorker:
         with urllib.request.urlopen(request, timeout=30):
             pass
 
+    def kill(self) -> None:
+        """kill -9 the worker: no offset flush, no clean shutdown, as in a crash."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)

@@ -1,0 +1,139 @@
+"""The reference CDC apply job: Debezium topics in Kafka → Spark Structured Streaming → PostgreSQL.
+
+Reads the topics (Spark's Kafka source when spark-sql-kafka is on the classpath, else the cdcwatch
+Python source over confluent-kafka), decodes every record with the cdcwatch event model, and merges
+each micro-batch into the target guarded by source position (`target.PostgresTarget`). The cdcwatch
+listener is attached: apply lag, freshness, duplicates, stale and malformed events on /metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ApplySettings", "build_query", "run_apply", "spark_session"]
+
+log = logging.getLogger("cdcwatch.apply")
+
+_ROW_CHANGES = ("c", "u", "d", "r")
+
+
+@dataclass
+class ApplySettings:
+    bootstrap_servers: str
+    subscribe_pattern: str
+    target_dsn: str
+    checkpoint: str
+    master: str = "local[*]"
+    query_name: str = "cdc_apply"
+    target_schema: str = "cdcwatch_apply"
+    trigger_seconds: float = 1.0
+    metrics_address: str = "127.0.0.1"
+    metrics_port: int | None = 10122
+    pushgateway: str | None = None
+    fail_on_data_loss: bool = True
+    max_offsets_per_trigger: int | None = None
+    source: str = "auto"  # auto | kafka | cdcwatch_kafka
+    linger_after_failure_seconds: float = 0.0
+    """Keep serving /metrics this long after the query failed, so Prometheus records the failure."""
+    kafka_options: dict[str, str] = field(default_factory=dict)
+
+
+def spark_session(master: str, app_name: str = "cdcwatch-apply") -> Any:
+    """A session on `master`; local runs bind to loopback and keep shuffles small."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.streaming.metricsEnabled", "true"))
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    return builder.getOrCreate()
+
+
+def _source_format(spark: Any, wanted: str) -> str:
+    from cdcwatch.spark.kafka_source import SOURCE_NAME, builtin_kafka_available, register
+
+    if wanted == "kafka" or (wanted == "auto" and builtin_kafka_available(spark)):
+        return "kafka"
+    register(spark)
+    return SOURCE_NAME
+
+
+def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
+    """Start the streaming query; `listener.metrics` receives each batch's sink outcome."""
+    from pyspark.sql import functions as F
+
+    from cdcwatch.spark.target import STAGED_COLUMNS, PostgresTarget
+    from spark_listeners import decode_events, instrument
+
+    target = PostgresTarget(settings.target_dsn, settings.target_schema)
+    target.create()
+    source = _source_format(spark, settings.source)
+    reader = (spark.readStream.format(source)
+              .option("kafka.bootstrap.servers", settings.bootstrap_servers)
+              .option("subscribePattern", settings.subscribe_pattern)
+              .option("startingOffsets", "earliest")
+              .option("failOnDataLoss", str(settings.fail_on_data_loss).lower()))
+    if settings.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    for name, value in settings.kafka_options.items():
+        reader = reader.option(f"kafka.{name}", value)
+    events = instrument(decode_events(reader.load()))
+    changes = ((F.col("kind") == "data") & F.col("op").isin(*_ROW_CHANGES)
+               & F.col("position").isNotNull() & F.col("row_key").isNotNull())
+    query_name = settings.query_name
+
+    def apply_batch(batch: Any, batch_id: int) -> None:
+        target.clear_batch(batch_id)
+        staged = batch.where(changes).select(*STAGED_COLUMNS)
+        staged.foreachPartition(lambda rows: target.stage(batch_id, rows))
+        outcome = target.merge(batch_id)
+        listener.metrics.sink(query_name, outcome)
+        if outcome.duplicates or outcome.stale:
+            log.info("batch %d: %d applied, %d duplicates, %d stale", batch_id, outcome.applied, outcome.duplicates,
+                     outcome.stale)
+
+    return (events.writeStream.queryName(query_name)
+            .option("checkpointLocation", settings.checkpoint)
+            .trigger(processingTime=f"{settings.trigger_seconds:g} seconds")
+            .foreachBatch(apply_batch)
+            .start())
+
+
+def run_apply(settings: ApplySettings) -> int:
+    """Run until the query stops; 0 when stopped cleanly (SIGTERM), 1 when it failed."""
+    import signal
+    import threading
+
+    from spark_listeners import CdcMetricsListener
+
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise
+    spark = spark_session(settings.master)
+    spark.sparkContext.setLogLevel("WARN")
+    listener = CdcMetricsListener.attach(spark, settings.metrics_port, settings.metrics_address, settings.pushgateway)
+    query = build_query(spark, settings, listener)
+    log.info("query %s running on %s; metrics on http://%s:%s/metrics", settings.query_name, settings.master,
+             settings.metrics_address, settings.metrics_port)
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    failed = False
+    try:
+        while not stopping.is_set() and not query.awaitTermination(0.5):
+            pass
+        if query.isActive:
+            query.stop()
+    except Exception as exc:  # StreamingQueryException: the listener has recorded it as failed
+        failed = True
+        log.error("query %s failed: %s", settings.query_name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    if failed and settings.metrics_port is not None:
+        stopping.wait(settings.linger_after_failure_seconds)  # let Prometheus scrape the failed state
+    spark.stop()
+    return 1 if failed else 0

@@ -1,0 +1,113 @@
+"""The reference apply target: PostgreSQL rows guarded by source position, and a ledger of what was applied.
+
+A batch is staged (COPY from the executors, one staging slice per batch id), then merged in one
+transaction on the driver:
+- an event whose table + row key + source position is in the ledger, or repeats within the batch,
+  is a **duplicate** (an at-least-once re-delivery) and is not applied again;
+- of the others, the newest per row is upserted with `... DO UPDATE ... WHERE rows.position < excluded.position`,
+  so an older event never overwrites newer state; one older than the target's row is **stale**.
+Deletes keep the row as `deleted` with its position, so a late re-delivery cannot resurrect it.
+The ledger forgets entries after `ledger_retention` (re-deliveries come from the last offset flush,
+seconds to minutes back); older copies then count as stale instead of duplicate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from spark_listeners.metrics import SinkOutcome
+
+__all__ = ["PostgresTarget", "STAGED_COLUMNS"]
+
+STAGED_COLUMNS = ("topic", "partition", "offset", "table_id", "row_key", "op", "position", "after", "commit_time")
+
+_SCHEMA_SQL = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.rows (
+    table_id text NOT NULL, row_key text NOT NULL, row jsonb, position text COLLATE "C" NOT NULL,
+    deleted boolean NOT NULL, commit_time timestamptz, applied_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (table_id, row_key));
+CREATE TABLE IF NOT EXISTS {s}.applied (
+    table_id text NOT NULL, row_key text NOT NULL, position text COLLATE "C" NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (table_id, row_key, position));
+CREATE INDEX IF NOT EXISTS applied_at ON {s}.applied (applied_at);
+CREATE UNLOGGED TABLE IF NOT EXISTS {s}.staging (
+    batch_id bigint NOT NULL, topic text, partition int, kafka_offset bigint, table_id text NOT NULL,
+    row_key text NOT NULL, op text NOT NULL, position text COLLATE "C" NOT NULL, row jsonb, commit_time float8);
+CREATE INDEX IF NOT EXISTS staging_batch ON {s}.staging (batch_id);
+"""
+
+_MERGE_SQL = """
+WITH batch AS (
+    SELECT *, row_number() OVER (PARTITION BY table_id, row_key, position ORDER BY topic, partition, kafka_offset) AS copy
+    FROM {s}.staging WHERE batch_id = %(batch)s
+), fresh AS (
+    SELECT b.* FROM batch b
+    WHERE b.copy = 1 AND NOT EXISTS (SELECT 1 FROM {s}.applied a
+                                     WHERE (a.table_id, a.row_key, a.position) = (b.table_id, b.row_key, b.position))
+), ledger AS (
+    INSERT INTO {s}.applied (table_id, row_key, position) SELECT table_id, row_key, position FROM fresh
+    ON CONFLICT DO NOTHING RETURNING 1
+), newest AS (
+    SELECT DISTINCT ON (table_id, row_key) * FROM fresh ORDER BY table_id, row_key, position DESC
+), upsert AS (
+    INSERT INTO {s}.rows AS r (table_id, row_key, row, position, deleted, commit_time, applied_at)
+    SELECT table_id, row_key, CASE WHEN op = 'd' THEN NULL ELSE row END, position, op = 'd', to_timestamp(commit_time), now()
+    FROM newest
+    ON CONFLICT (table_id, row_key) DO UPDATE
+        SET row = excluded.row, position = excluded.position, deleted = excluded.deleted,
+            commit_time = excluded.commit_time, applied_at = excluded.applied_at
+        WHERE r.position < excluded.position
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM batch),
+       (SELECT count(*) FROM fresh),
+       (SELECT count(*) FROM fresh f JOIN {s}.rows r USING (table_id, row_key) WHERE r.position > f.position),
+       (SELECT count(*) FROM upsert),
+       (SELECT count(*) FROM ledger)
+"""
+
+
+@dataclass
+class PostgresTarget:
+    """`dsn`: a libpq connection string; tables live in `schema`."""
+
+    dsn: str
+    schema: str = "cdcwatch_apply"
+    ledger_retention_seconds: int = 86400
+
+    def create(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as connection:
+            connection.execute(_SCHEMA_SQL.format(s=self.schema))
+
+    def stage(self, batch_id: int, rows: Iterable[Any]) -> None:
+        """COPY one partition of a batch's row changes (executor side)."""
+        import psycopg
+
+        with psycopg.connect(self.dsn) as connection, connection.cursor() as cursor:
+            with cursor.copy(f"COPY {self.schema}.staging (batch_id, topic, partition, kafka_offset, table_id, row_key, "
+                             "op, position, row, commit_time) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row((batch_id, *(row[c] for c in STAGED_COLUMNS)))
+
+    def merge(self, batch_id: int) -> SinkOutcome:
+        """Apply the staged batch in one transaction; say what happened to its events."""
+        import psycopg
+
+        with psycopg.connect(self.dsn) as connection:
+            total, fresh, stale, _, _ = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
+            connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id <= %s", (batch_id,))
+            if batch_id % 50 == 0:
+                connection.execute(f"DELETE FROM {self.schema}.applied WHERE applied_at < now() - %s * interval '1 second'",
+                                   (self.ledger_retention_seconds,))
+        return SinkOutcome(applied=fresh - stale, duplicates=total - fresh, stale=stale)
+
+    def clear_batch(self, batch_id: int) -> None:
+        """Drop what an earlier, failed attempt of this batch staged."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as connection:
+            connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id >= %s", (batch_id,))

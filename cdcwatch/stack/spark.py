@@ -1,0 +1,61 @@
+"""The reference apply job (`cdcwatch apply`) as a local process, with its listener's /metrics."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Sequence
+
+from cdcwatch.stack.procs import StackError, free_port, port_open, wait_for
+
+__all__ = ["ApplyJob"]
+
+
+class ApplyJob:
+    """`cdcwatch apply` in its own session, stopped by PID; metrics on 127.0.0.1:`metrics_port`."""
+
+    def __init__(self, state_dir: Path, bootstrap: str, pattern: str, target_dsn: str, query_name: str = "cdc_apply",
+                 master: str = "local[2]", extra_args: Sequence[str] = ()) -> None:
+        self.dir = state_dir
+        self.metrics_port = free_port()
+        self.log = state_dir / "apply.log"
+        self.command = [sys.executable, "-m", "cdcwatch.cli", "apply", "--bootstrap-servers", bootstrap,
+                        "--subscribe-pattern", pattern, "--target", target_dsn, "--checkpoint", str(state_dir / "checkpoint"),
+                        "--master", master, "--query-name", query_name, "--metrics-port", str(self.metrics_port),
+                        *extra_args]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def start(self, timeout: float = 120) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+        self.process = subprocess.Popen(self.command, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
+                                        start_new_session=True, env=env, cwd=self.dir)
+
+        def ready() -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise StackError(f"the apply job exited with {self.process.returncode}; see {self.log}")
+            return port_open(self.metrics_port)
+
+        wait_for(ready, timeout, f"the apply job's /metrics on {self.metrics_url} (log {self.log})")
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as response:
+            return response.read().decode()
+
+    def stop(self, timeout: float = 60) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)

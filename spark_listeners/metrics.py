@@ -1,0 +1,262 @@
+"""Per-query state fed by the listener and the sink, exported as fresh families on every scrape.
+
+Apply lag is measured when a batch's progress arrives (the batch has been applied): now minus the
+source commit time of its events (max, p50, p99). Freshness is computed at scrape time from the
+newest applied change or heartbeat, so it keeps growing while nothing new is applied.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric)
+
+__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "QueryState", "SinkOutcome", "SparkMetrics",
+           "exception_class"]
+
+BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+QUERY_STATES = ("active", "terminated", "failed")
+
+EXCEPTION_CLASSES = ("DataLossError", "DatabaseError", "StreamingQueryException", "PythonException", "SparkException",
+                     "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError", "IntegrityError",
+                     "KafkaException", "TimeoutException", "IllegalStateException")
+"""Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError);
+anything else reads `other`."""
+_CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Exception|Error))\b")
+_DATABASE_ERROR = re.compile(r"\bpsycopg2?\.errors\.\w+")
+
+
+def exception_class(text: str | None) -> str:
+    """The most telling known exception class in a failure's text (innermost cause first), or `other`."""
+    if not text:
+        return "other"
+    if _DATABASE_ERROR.search(text):
+        return "DatabaseError"
+    found = _CLASS_NAME.findall(text)
+    for name in reversed(found):
+        if name in EXCEPTION_CLASSES and name not in ("StreamingQueryException", "PythonException", "SparkException"):
+            return name
+    for name in found:
+        if name in EXCEPTION_CLASSES:
+            return name
+    return "other"
+
+
+@dataclass
+class SinkOutcome:
+    """What a sink did with one batch's row changes."""
+
+    applied: int = 0     # changed the target
+    duplicates: int = 0  # key + source position already applied (redelivered)
+    stale: int = 0       # older than what the target holds (out of order); never overwrote it
+
+
+@dataclass
+class QueryState:
+    name: str
+    state: str = "active"
+    exception: str | None = None
+    server: str = ""
+    batches: int = 0
+    input_rows: int = 0
+    input_rows_per_second: float = 0.0
+    processed_rows_per_second: float = 0.0
+    duration_buckets: list[int] = field(default_factory=lambda: [0] * len(BATCH_DURATION_BUCKETS))
+    duration_count: int = 0
+    duration_sum: float = 0.0
+    events: int = 0
+    changes: int = 0
+    malformed: int = 0
+    lost_offsets: int = 0
+    apply_lag: dict[str, float] = field(default_factory=dict)  # "max", "50", "99"
+    newest_change: float | None = None
+    newest_heartbeat: float | None = None
+    applied: int = 0
+    duplicates: int = 0
+    stale: int = 0
+    offsets_behind: dict[str, float] = field(default_factory=dict)  # topic -> records
+    last_progress: float | None = None
+
+    def observe_duration(self, seconds: float) -> None:
+        self.duration_count += 1
+        self.duration_sum += seconds
+        for index, bound in enumerate(BATCH_DURATION_BUCKETS):
+            if seconds <= bound:
+                self.duration_buckets[index] += 1
+
+    @property
+    def newest_applied(self) -> float | None:
+        stamps = [s for s in (self.newest_change, self.newest_heartbeat) if s is not None]
+        return max(stamps) if stamps else None
+
+
+class SparkMetrics:
+    """Thread-safe store of every query's state; a prometheus_client collector."""
+
+    def __init__(self, clock: Any = time.time) -> None:
+        self._queries: dict[str, QueryState] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def query(self, name: str) -> QueryState:
+        with self._lock:
+            return self._queries.setdefault(name, QueryState(name))
+
+    # fed by the listener ---------------------------------------------------------------------------
+    def started(self, name: str) -> None:
+        state = self.query(name)
+        state.state, state.exception = "active", None
+
+    def terminated(self, name: str, exception: str | None) -> None:
+        state = self.query(name)
+        state.state = "failed" if exception else "terminated"
+        state.exception = exception_class(exception) if exception else None
+
+    def progress(self, name: str, progress: Mapping[str, Any], observed: Mapping[str, Any] | None) -> None:
+        """One micro-batch's progress (`StreamingQueryProgress.json` as a dict) and its observed metrics."""
+        now = self._clock()
+        state = self.query(name)
+        with self._lock:
+            state.batches += 1
+            state.input_rows += int(progress.get("numInputRows") or 0)
+            state.input_rows_per_second = float(progress.get("inputRowsPerSecond") or 0.0)
+            state.processed_rows_per_second = float(progress.get("processedRowsPerSecond") or 0.0)
+            duration_ms = (progress.get("durationMs") or {}).get("triggerExecution")
+            if duration_ms is not None:
+                state.observe_duration(duration_ms / 1000)
+            state.offsets_behind = _offsets_behind(progress.get("sources") or ())
+            state.last_progress = now
+            if observed:
+                self._observed(state, observed, now)
+
+    def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float) -> None:
+        state.events += int(observed.get("events") or 0)
+        state.changes += int(observed.get("changes") or 0)
+        state.malformed += int(observed.get("malformed") or 0)
+        state.lost_offsets += int(observed.get("lost_offsets") or 0)
+        if observed.get("oldest_commit") is not None:
+            state.apply_lag = {"max": now - observed["oldest_commit"], "99": now - observed["p01_commit"],
+                               "50": now - observed["p50_commit"]}
+        if observed.get("newest_commit") is not None:
+            state.newest_change = max(state.newest_change or 0.0, observed["newest_commit"])
+        if observed.get("newest_heartbeat") is not None:
+            state.newest_heartbeat = max(state.newest_heartbeat or 0.0, observed["newest_heartbeat"])
+        low, high = observed.get("server_min"), observed.get("server_max")
+        if low is not None:
+            state.server = low if low == high else "mixed"
+
+    # fed by the sink ---------------------------------------------------------------------------------
+    def sink(self, name: str, outcome: SinkOutcome) -> None:
+        state = self.query(name)
+        with self._lock:
+            state.applied += outcome.applied
+            state.duplicates += outcome.duplicates
+            state.stale += outcome.stale
+
+    # prometheus_client collector ---------------------------------------------------------------------
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        now = self._clock()
+        with self._lock:
+            queries = [(s, dict(s.apply_lag), dict(s.offsets_behind), list(s.duration_buckets)) for s in self._queries.values()]
+        q = ["query"]
+        qs = ["query", "server"]
+        state_set = GaugeMetricFamily("cdcwatch_spark_query_state", "1 for the query's state (active, terminated, failed), "
+                                      "0 for the others.", labels=["query", "state"])
+        failure = GaugeMetricFamily("cdcwatch_spark_query_failure_info",
+                                    "1 for a failed query; `exception` is its exception class (a fixed set, else other).",
+                                    labels=["query", "exception"])
+        counters = {name: CounterMetricFamily(f"cdcwatch_spark_{name}", help, labels=labels) for name, help, labels in (
+            ("batches", "Micro-batches completed.", q),
+            ("input_rows", "Records read by the query's sources.", q),
+            ("events", "Kafka records decoded (row changes, heartbeats, DDL, transaction markers, malformed).", qs),
+            ("changes", "Row changes (create, update, delete, snapshot read) seen by the query.", qs),
+            ("changes_applied", "Row changes the sink applied to the target.", qs),
+            ("duplicates", "Row changes whose key and source position were already applied (at-least-once re-deliveries), "
+                           "within a batch and across batches.", qs),
+            ("stale_events", "Row changes older than the target's row (out of order); they never overwrite it.", qs),
+            ("malformed_events", "Records that are no readable Debezium event; counted and skipped.", qs),
+            ("lost_offsets", "Offsets gone from the broker before the query read them (data loss, failOnDataLoss=false).", qs),
+        )}
+        gauges = {name: GaugeMetricFamily(f"cdcwatch_spark_{name}", help, labels=labels) for name, help, labels in (
+            ("input_rows_per_second", "Input rate of the last micro-batch.", q),
+            ("processed_rows_per_second", "Processing rate of the last micro-batch.", q),
+            ("apply_lag_seconds", "Now minus the source commit time of the changes in the last batch with changes, when "
+                                  "it was applied; `percentile` 50, 99 or max.", ["query", "server", "percentile"]),
+            ("newest_applied_change_timestamp_seconds", "Source commit time of the newest applied change.", qs),
+            ("newest_applied_heartbeat_timestamp_seconds", "Emit time of the newest Debezium heartbeat applied.", qs),
+            ("freshness_seconds", "End-to-end freshness: age of the newest applied change or heartbeat, at scrape time; "
+                                  "grows while changes wait to be applied, stays low on an idle source with heartbeats.", qs),
+            ("source_offsets_behind_latest", "Records in Kafka the query has not read yet, per topic, after the last batch.",
+             ["query", "topic"]),
+            ("last_progress_timestamp_seconds", "When the query last reported progress.", q),
+        )}
+        durations = HistogramMetricFamily("cdcwatch_spark_batch_duration_seconds", "Micro-batch duration (trigger execution).",
+                                          labels=q)
+        for state, lag, behind, buckets in queries:
+            name, server = state.name, state.server
+            for each in QUERY_STATES:
+                state_set.add_metric([name, each], float(each == state.state))
+            if state.state == "failed":
+                failure.add_metric([name, state.exception or "other"], 1.0)
+            for counter, value in (("batches", state.batches), ("input_rows", state.input_rows)):
+                counters[counter].add_metric([name], value)
+            for counter, value in (("events", state.events), ("changes", state.changes),
+                                   ("changes_applied", state.applied), ("duplicates", state.duplicates),
+                                   ("stale_events", state.stale), ("malformed_events", state.malformed),
+                                   ("lost_offsets", state.lost_offsets)):
+                counters[counter].add_metric([name, server], value)
+            gauges["input_rows_per_second"].add_metric([name], state.input_rows_per_second)
+            gauges["processed_rows_per_second"].add_metric([name], state.processed_rows_per_second)
+            for percentile, seconds in sorted(lag.items()):
+                gauges["apply_lag_seconds"].add_metric([name, server, percentile], max(seconds, 0.0))
+            if state.newest_change is not None:
+                gauges["newest_applied_change_timestamp_seconds"].add_metric([name, server], state.newest_change)
+            if state.newest_heartbeat is not None:
+                gauges["newest_applied_heartbeat_timestamp_seconds"].add_metric([name, server], state.newest_heartbeat)
+            if state.newest_applied is not None:
+                gauges["freshness_seconds"].add_metric([name, server], max(now - state.newest_applied, 0.0))
+            for topic, records in sorted(behind.items()):
+                gauges["source_offsets_behind_latest"].add_metric([name, topic], records)
+            if state.last_progress is not None:
+                gauges["last_progress_timestamp_seconds"].add_metric([name], state.last_progress)
+            cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets)]
+            durations.add_metric([name], cumulative + [("+Inf", float(state.duration_count))], state.duration_sum)
+        yield state_set
+        yield failure
+        yield from counters.values()
+        yield from gauges.values()
+        yield durations
+
+
+def _offsets_behind(sources: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Per topic: latest offsets the source saw minus the offsets the batch read up to."""
+    behind: dict[str, float] = {}
+    for source in sources:
+        latest, end = _offsets(source.get("latestOffset")), _offsets(source.get("endOffset"))
+        if latest is None or end is None:
+            continue
+        for topic, partitions in latest.items():
+            done = end.get(topic, {})
+            behind[topic] = behind.get(topic, 0.0) + float(sum(max(int(o) - int(done.get(p, 0)), 0)
+                                                                for p, o in partitions.items()))
+    return behind
+
+
+def _offsets(value: Any) -> dict[str, dict[str, int]] | None:
+    """Kafka offsets JSON (`{"topic": {"0": 12}}`), as a string or already parsed; None if not that shape."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        return None
+    return value
