@@ -28,6 +28,7 @@ EXCEPTION_CLASSES = ("DataLossError", "DatabaseError", "StreamingQueryException"
 """Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError);
 anything else reads `other`."""
 _CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Exception|Error))\b")
+_WRAPPERS = frozenset({"StreamingQueryException", "PythonException", "SparkException"})
 _DATABASE_ERROR = re.compile(r"\bpsycopg2?\.errors\.\w+")
 
 
@@ -37,13 +38,10 @@ def exception_class(text: str | None) -> str:
         return "other"
     if _DATABASE_ERROR.search(text):
         return "DatabaseError"
-    found = _CLASS_NAME.findall(text)
-    for name in reversed(found):
-        if name in EXCEPTION_CLASSES and name not in ("StreamingQueryException", "PythonException", "SparkException"):
-            return name
-    for name in found:
-        if name in EXCEPTION_CLASSES:
-            return name
+    known = [name for name in _CLASS_NAME.findall(text) if name in EXCEPTION_CLASSES]
+    specific = [name for name in known if name not in _WRAPPERS]
+    if specific or known:
+        return (specific or known)[-1]  # the innermost cause
     return "other"
 
 

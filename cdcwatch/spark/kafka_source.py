@@ -66,7 +66,7 @@ class KafkaDataSource(DataSource):
         return KAFKA_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(dict(self.options))
+        return KafkaStreamReader({name.lower(): value for name, value in self.options.items()})
 
 
 def client_settings(options: dict[str, str]) -> dict[str, Any]:
@@ -78,11 +78,13 @@ def client_settings(options: dict[str, str]) -> dict[str, Any]:
 
 
 class KafkaStreamReader(DataSourceStreamReader):
+    """`options` with lower-case names, as Spark hands them over."""
+
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.settings = client_settings(options)
-        self.max_per_trigger = int(options["maxOffsetsPerTrigger"]) if "maxOffsetsPerTrigger" in options else None
-        self.fail_on_data_loss = options.get("failOnDataLoss", "true").lower() != "false"
+        self.max_per_trigger = int(options["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in options else None
+        self.fail_on_data_loss = options.get("failondataloss", "true").lower() != "false"
         self._consumer: Any = None
 
     # driver side ---------------------------------------------------------------------------------
@@ -99,7 +101,7 @@ class KafkaStreamReader(DataSourceStreamReader):
             wanted = [t.strip() for t in self.options["subscribe"].split(",") if t.strip()]
             topics = [t for t in wanted if t in metadata.topics]
         else:
-            pattern = re.compile(self.options.get("subscribePattern", ".*"))
+            pattern = re.compile(self.options.get("subscribepattern", ".*"))
             topics = sorted(t for t in metadata.topics if pattern.fullmatch(t) and not t.startswith("__consumer"))
         return [(t, p) for t in topics for p in sorted(metadata.topics[t].partitions)]
 
@@ -117,7 +119,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ends
 
     def initialOffset(self) -> dict:
-        latest = self.options.get("startingOffsets", "earliest") == "latest"
+        latest = self.options.get("startingoffsets", "earliest") == "latest"
         starts: dict[str, dict[str, int]] = {}
         for topic, partition in self._partitions():
             low, high = self._watermarks(topic, partition)
