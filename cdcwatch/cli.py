@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
     apply.add_argument("--source", choices=["auto", "kafka", "cdcwatch_kafka"], default="auto",
                        help="Spark's Kafka source (needs spark-sql-kafka) or cdcwatch's Python source; auto picks")
+    apply.add_argument("--commit-group", help="also commit finished offsets under this Kafka consumer group, so lag "
+                       "monitors (cdcwatch's kafka collector, Burrow) see the job (cdcwatch_kafka source)")
     apply.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
     apply.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
                        help="skip offsets gone from the broker and count them instead of failing")
@@ -193,7 +195,7 @@ def _apply(args: argparse.Namespace) -> int:
         checkpoint=args.checkpoint, master=args.master, query_name=args.query_name, target_schema=args.target_schema,
         trigger_seconds=args.trigger_seconds, metrics_address=args.metrics_address,
         metrics_port=args.metrics_port or None, pushgateway=args.pushgateway, fail_on_data_loss=args.fail_on_data_loss,
-        max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source, kafka_options=options,
+        max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source, commit_group=args.commit_group, kafka_options=options,
         linger_after_failure_seconds=args.linger_after_failure))
 
 

@@ -75,8 +75,22 @@ def metrics_reference() -> str:
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
     lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | {help} |"
               for name, (kind, help, labels) in SLOT_METRICS.items()]
+    lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
+              "Served by the listener's own /metrics (default 127.0.0.1:10122), not by `cdcwatch serve`.", "",
+              "| metric | type | labels | help |", "|---|---|---|---|"]
+    lines += _spark_rows()
     lines += [""]
     return "\n".join(lines)
+
+
+def _spark_rows() -> list[str]:
+    from spark_listeners.metrics import SparkMetrics
+
+    rows = []
+    for family in SparkMetrics.families_for_reference():
+        name = family.name + ("_total" if family.type == "counter" else "")
+        rows.append(f"| `{name}` | {family.type} | {', '.join(family.label_names)} | {family.documentation} |")
+    return rows
 
 
 _TYPE_WORDS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "SecretStr": "secret string",

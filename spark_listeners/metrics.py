@@ -160,6 +160,24 @@ class SparkMetrics:
     def describe(self) -> list[Metric]:
         return []
 
+    @staticmethod
+    def families_for_reference() -> list[Any]:
+        """Every family with its label names (for the metrics reference)."""
+        from types import SimpleNamespace
+
+        metrics = SparkMetrics(lambda: 0.0)
+        metrics.terminated("q", "x")  # a query in every family
+        metrics.progress("q", {"sources": [{"latestOffset": {"t": {"0": 1}}, "endOffset": {"t": {"0": 0}}}],
+                               "durationMs": {"triggerExecution": 1}},
+                         {"oldest_commit": 0.0, "p01_commit": 0.0, "p50_commit": 0.0, "newest_commit": 0.0,
+                          "newest_heartbeat": 0.0, "server_min": "s", "server_max": "s"})
+        families = []
+        for family in metrics.collect():
+            labels = [k for k in (family.samples[0].labels if family.samples else {}) if k != "le"]
+            families.append(SimpleNamespace(name=family.name, type=family.type, documentation=family.documentation,
+                                            label_names=labels))
+        return families
+
     def collect(self) -> Iterable[Metric]:
         now = self._clock()
         with self._lock:

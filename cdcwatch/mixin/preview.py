@@ -8,6 +8,7 @@ import html
 import json
 import re
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -32,8 +33,11 @@ class PrometheusApi:
 
     def get(self, path: str, **params: Any) -> Any:
         query = urllib.parse.urlencode(params, doseq=True)
-        with urllib.request.urlopen(f"{self.url}{path}?{query}", timeout=self.timeout) as response:
-            body = json.loads(response.read())
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}?{query}", timeout=self.timeout) as response:
+                body = json.loads(response.read())
+        except urllib.error.HTTPError as exc:  # Prometheus says why in the body
+            body = json.loads(exc.read() or b"{}")
         if body.get("status") != "success":
             raise RuntimeError(f"{path} {params}: {body.get('error', body)}")
         return body["data"]
@@ -58,8 +62,16 @@ def resolve_variables(api: PrometheusApi, model: dict[str, Any]) -> dict[str, st
         if match is None:
             raise ValueError(f"variable {variable['name']}: only label_values(selector, label) is supported")
         found = api.label_values(match.group(1), match.group(2))
-        values[variable["name"]] = "|".join(re.escape(v) for v in found) if found else "^$"
+        values[variable["name"]] = "|".join(_promql_regex(v) for v in found) if found else "^$"
     return values
+
+
+_REGEX_SPECIAL = re.compile(r"([.^$|?*+()\[\]{}\\])")
+
+
+def _promql_regex(value: str) -> str:
+    """`value` matched literally by an RE2 regex inside a double-quoted PromQL string."""
+    return _REGEX_SPECIAL.sub(r"\\\\\1", value).replace('"', '\\"')
 
 
 def substitute(expr: str, values: dict[str, str]) -> str:

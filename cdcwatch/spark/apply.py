@@ -37,6 +37,8 @@ class ApplySettings:
     fail_on_data_loss: bool = True
     max_offsets_per_trigger: int | None = None
     source: str = "auto"  # auto | kafka | cdcwatch_kafka
+    commit_group: str | None = None
+    """cdcwatch source only: also commit finished offsets under this consumer group (for lag monitoring)."""
     linger_after_failure_seconds: float = 0.0
     """Keep serving /metrics this long after the query failed, so Prometheus records the failure."""
     kafka_options: dict[str, str] = field(default_factory=dict)
@@ -83,6 +85,8 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
               .option("failOnDataLoss", str(settings.fail_on_data_loss).lower()))
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    if settings.commit_group and source != "kafka":
+        reader = reader.option("commitGroup", settings.commit_group)
     for name, value in settings.kafka_options.items():
         reader = reader.option(f"kafka.{name}", value)
     events = instrument(decode_events(reader.load()))

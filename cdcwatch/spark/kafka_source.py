@@ -55,8 +55,9 @@ class OffsetRange(InputPartition):
 
 class KafkaDataSource(DataSource):
     """Options: `kafka.bootstrap.servers`, `subscribe` (comma list) or `subscribePattern`,
-    `startingOffsets` (earliest|latest), `maxOffsetsPerTrigger`, `failOnDataLoss` (default true), and any
-    `kafka.<librdkafka setting>`."""
+    `startingOffsets` (earliest|latest), `maxOffsetsPerTrigger`, `failOnDataLoss` (default true),
+    `commitGroup` (also commit each finished batch's offsets under this consumer group, so lag tools see
+    the query; the checkpoint stays the source of truth), and any `kafka.<librdkafka setting>`."""
 
     @classmethod
     def name(cls) -> str:
@@ -85,7 +86,9 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.settings = client_settings(options)
         self.max_per_trigger = int(options["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in options else None
         self.fail_on_data_loss = options.get("failondataloss", "true").lower() != "false"
+        self.commit_group = options.get("commitgroup")
         self._consumer: Any = None
+        self._committer: Any = None
 
     # driver side ---------------------------------------------------------------------------------
     def _admin_consumer(self) -> Any:
@@ -149,12 +152,23 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ranges
 
     def commit(self, end: dict) -> None:
-        """Offsets live in the checkpoint; nothing to commit to Kafka."""
+        """Offsets live in the checkpoint; with `commitGroup` they are also committed to Kafka for lag tools."""
+        if not self.commit_group:
+            return
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._committer is None:
+            self._committer = Consumer({**self.settings, "group.id": self.commit_group, "enable.auto.commit": False})
+        offsets = [TopicPartition(topic, int(partition), int(offset))
+                   for topic, partitions in end.items() for partition, offset in partitions.items()]
+        if offsets:
+            self._committer.commit(offsets=offsets, asynchronous=False)
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for client in (self._consumer, self._committer):
+            if client is not None:
+                client.close()
+        self._consumer = self._committer = None
 
     # executor side -------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[tuple]:

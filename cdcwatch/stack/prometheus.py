@@ -1,0 +1,161 @@
+"""Prometheus, Alertmanager and a webhook receiver on 127.0.0.1 (Debian's packages), stopped by PID."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, wait_for
+
+__all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "WebhookReceiver"]
+
+
+class _Process:
+    dir: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _spawn(self, command: Sequence[str], log_name: str, what: str, ready_path: str, timeout: float = 60) -> None:
+        import urllib.request
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        log = self.dir / log_name
+        self.process = subprocess.Popen(list(command), cwd=self.dir, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+        def ready() -> bool:
+            if self.process is not None and self.process.poll() is not None:
+                raise StackError(f"{what} exited with {self.process.returncode}; see {log}")
+            if not port_open(self.port):
+                return False
+            with urllib.request.urlopen(self.url + ready_path, timeout=2) as response:
+                return response.status == 200
+
+        wait_for(ready, timeout, f"{what} on {self.url} (log {log})")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+
+class PrometheusServer(_Process):
+    """Scrapes `jobs` (job name → host:port targets) every `interval`, evaluates `rule_files`, alerts `alertmanager`."""
+
+    def __init__(self, state_dir: Path, jobs: dict[str, list[str]], rule_files: Sequence[Path] = (),
+                 alertmanager: str | None = None, interval: str = "1s") -> None:
+        self.dir = state_dir
+        self.port = free_port()
+        self.config: dict[str, Any] = {
+            "global": {"scrape_interval": interval, "evaluation_interval": interval, "scrape_timeout": interval},
+            "rule_files": [str(p) for p in rule_files],
+            "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]} for job, targets in jobs.items()],
+        }
+        if alertmanager:
+            self.config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]}
+
+    def start(self) -> None:
+        binary = require_binary("prometheus", "prometheus")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "prometheus.yml"
+        config.write_text(yaml.safe_dump(self.config), encoding="utf-8")
+        self._spawn([binary, f"--config.file={config}", f"--storage.tsdb.path={self.dir / 'data'}",
+                     f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle"],
+                    "prometheus.log", "Prometheus", "/-/ready")
+
+
+class AlertmanagerServer(_Process):
+    """Routes every alert to one webhook, at once (group_wait 1s), resolved notifications included."""
+
+    def __init__(self, state_dir: Path, webhook_url: str) -> None:
+        self.dir = state_dir
+        self.port = free_port()
+        self.webhook_url = webhook_url
+
+    def start(self) -> None:
+        binary = require_binary("prometheus-alertmanager", "prometheus-alertmanager")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        config = self.dir / "alertmanager.yml"
+        config.write_text(yaml.safe_dump({
+            "route": {"receiver": "webhook", "group_by": ["alertname"], "group_wait": "1s", "group_interval": "1s",
+                      "repeat_interval": "1h"},
+            "receivers": [{"name": "webhook", "webhook_configs": [{"url": self.webhook_url, "send_resolved": True}]}],
+        }), encoding="utf-8")
+        self._spawn([binary, f"--config.file={config}", f"--storage.path={self.dir / 'data'}",
+                     f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
+                    "alertmanager.log", "Alertmanager", "/-/ready")
+
+
+@dataclass
+class Notification:
+    """One alert of one webhook notification."""
+
+    received: float
+    status: str  # firing | resolved
+    labels: dict[str, str]
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+class WebhookReceiver:
+    """An HTTP server on 127.0.0.1 that records Alertmanager webhook notifications (and appends them to `log`)."""
+
+    def __init__(self, log: Path | None = None) -> None:
+        self.notifications: list[Notification] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver._record(json.loads(body or b"{}"))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.log = log
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/alerts"
+
+    def _record(self, body: dict[str, Any]) -> None:
+        now = time.time()
+        with self._lock:
+            for alert in body.get("alerts", []):
+                notification = Notification(now, alert.get("status", ""), alert.get("labels", {}), alert.get("annotations", {}))
+                self.notifications.append(notification)
+                if self.log is not None:
+                    with open(self.log, "a", encoding="utf-8") as out:
+                        out.write(json.dumps(notification.__dict__) + "\n")
+
+    def find(self, status: str, **labels: str) -> Notification | None:
+        with self._lock:
+            return next((n for n in self.notifications
+                         if n.status == status and all(n.labels.get(k) == v for k, v in labels.items())), None)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
