@@ -99,10 +99,16 @@ def _parser() -> argparse.ArgumentParser:
     mixin.add_argument("--config", help="mixin config (YAML)")
     mixin.add_argument("--out", default=".", help="repository root to write under")
 
-    demo = commands.add_parser("demo", help="start PostgreSQL + a real Debezium connector + cdcwatch locally")
+    demo = commands.add_parser("demo", help="run the whole monitored CDC pipeline locally; break it with --scenario")
     demo.add_argument("--state-dir", default=".cdcwatch/demo", help="where the demo keeps its data and logs")
     demo.add_argument("--port", type=int, default=DEFAULT_PORT, help="port of cdcwatch's /metrics")
     demo.add_argument("--rows", type=int, default=20000, help="rows in the demo table before the snapshot")
+    demo.add_argument("--headless", action="store_true", help="a status line every 30 s instead of the live screen "
+                      "(the default when stdout is not a terminal)")
+    demo.add_argument("--scenario", help="inject this fault into the running demo (same --state-dir) and report "
+                      "which alerts fired and resolved")
+    demo.add_argument("--report", help="with --scenario: also write the report as JSON to this file")
+    demo.add_argument("--list-scenarios", action="store_true", help="list the scenarios")
     return parser
 
 
@@ -113,7 +119,7 @@ def _load(path: str) -> Config:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from cdcwatch.exporter import Exporter, build_collectors
+    from cdcwatch.exporter import Exporter
     from cdcwatch.server import make_http_server
 
     config = _load(args.config)
@@ -129,7 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"cdcwatch: {exc}", file=sys.stderr)
             return EXIT_CONFIG
-    exporter = Exporter(build_collectors(config))
+    exporter = Exporter.from_config(config)
     try:
         server = make_http_server(address, port, exporter, web, Path(web_file).parent if web_file else None)
     except OSError as exc:
@@ -161,10 +167,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from cdcwatch.check import render_table
-    from cdcwatch.exporter import Exporter, build_collectors
+    from cdcwatch.exporter import Exporter
 
     config = _load(args.config)
-    exporter = Exporter(build_collectors(config))
+    exporter = Exporter.from_config(config)
     try:
         results = exporter.scrape()
     finally:
@@ -244,9 +250,32 @@ def _mixin(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from cdcwatch.stack.scenarios import SCENARIOS
+
+    if args.list_scenarios:
+        for scenario in SCENARIOS.values():
+            print(f"{scenario.name:<16} {scenario.description} → {scenario.alert}")
+        return EXIT_OK
+    if args.scenario:
+        import dataclasses
+        import json
+
+        from cdcwatch.stack.scenarios import run_scenario
+
+        if args.scenario not in SCENARIOS:
+            print(f"cdcwatch: unknown scenario {args.scenario!r}; one of {', '.join(SCENARIOS)}", file=sys.stderr)
+            return EXIT_CONFIG
+        try:
+            report = run_scenario(args.state_dir, args.scenario)
+        except Exception as exc:  # the demo is not running, or the alert never came
+            print(f"cdcwatch demo --scenario {args.scenario}: {exc}", file=sys.stderr)
+            return EXIT_DOWN
+        if args.report:
+            Path(args.report).write_text(json.dumps(dataclasses.asdict(report), indent=2), encoding="utf-8")
+        return EXIT_OK if report.ok else EXIT_DOWN
     from cdcwatch.stack.demo import run_demo
 
-    return run_demo(args.state_dir, args.port, args.rows)
+    return run_demo(args.state_dir, args.port, args.rows, True if args.headless else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

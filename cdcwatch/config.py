@@ -272,11 +272,21 @@ class PostgresSourceConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
+class Limits(_Strict):
+    """Bounds on what one scrape may cost."""
+
+    max_concurrent_collections: int = Field(16, ge=1, le=1024, description=(
+        "Collections running at once across all targets; the rest wait (within their own deadline)."))
+    max_series_per_target: int = Field(50000, ge=1, description=(
+        "Series one target may export per scrape; the rest are dropped and counted in cdcwatch_series_dropped_total."))
+
+
 class Config(_Strict):
     """The whole configuration file."""
 
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
+    limits: Limits = Field(default_factory=Limits, description="Concurrency and cardinality bounds.")
     targets: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
     kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
     connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")

@@ -32,6 +32,8 @@ SELF_METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("cdcwatch_up", "gauge", "collector, target", "1 if the last collection from the target succeeded, else 0."),
     ("cdcwatch_scrape_duration_seconds", "gauge", "collector, target", "Time the last collection from the target took."),
     ("cdcwatch_scrape_errors_total", "counter", "collector, target", "Failed collections from the target since cdcwatch started."),
+    ("cdcwatch_series_dropped_total", "counter", "collector, target",
+     "Series not exported because the target exceeded limits.max_series_per_target."),
     ("cdcwatch_build_info", "gauge", "version, python_version", "Always 1; the labels tell the cdcwatch build."),
     ("cdcwatch_config_last_reload_successful", "gauge", "-", "1 if the last configuration (re)load succeeded, else 0."),
     ("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "-", "When the configuration in use was loaded."),
@@ -102,27 +104,43 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
 
 
 class Exporter:
-    """A prometheus_client collector that scrapes every target at collection time."""
+    """A prometheus_client collector that scrapes every target at collection time.
 
-    def __init__(self, collectors: Sequence[ScheduledCollector]) -> None:
+    At most `max_concurrency` collections run at once (the rest queue, within their own deadline);
+    a target exporting more than `max_series` series has the rest dropped and counted.
+    """
+
+    def __init__(self, collectors: Sequence[ScheduledCollector], max_concurrency: int = 16,
+                 max_series: int = 50000) -> None:
         self._collectors = list(collectors)
-        self._pool = ThreadPoolExecutor(max_workers=max(len(self._collectors), 1), thread_name_prefix="cdcwatch-collect")
+        self._max_concurrency = max_concurrency
+        self._max_series = max_series
+        self._pool = self._new_pool()
         self._in_flight: dict[tuple[str, str], Future[Collection]] = {}
         self._errors: dict[tuple[str, str], int] = {(s.collector.collector, s.collector.target): 0 for s in self._collectors}
+        self._dropped: dict[tuple[str, str], int] = {}
         self._last_up: dict[tuple[str, str], bool] = {}
         self._lock = threading.Lock()
         self.reloads = ReloadStats()
 
-    def replace(self, collectors: Sequence[ScheduledCollector]) -> None:
-        """Collect from `collectors` from the next scrape on; the old ones close once their collections end.
+    @classmethod
+    def from_config(cls, config: Config) -> "Exporter":
+        return cls(build_collectors(config), config.limits.max_concurrent_collections, config.limits.max_series_per_target)
+
+    def replace(self, collectors: Sequence[ScheduledCollector], max_concurrency: int | None = None,
+                max_series: int | None = None) -> None:
+        """Collect from `collectors` (with new limits, if given) from the next scrape on; the old ones close
+        once their collections end.
 
         Error counters of targets that stay carry on (counters never reset while cdcwatch runs).
         """
         with self._lock:
             old, in_flight, old_pool = self._collectors, list(self._in_flight.values()), self._pool
             self._collectors = list(collectors)
+            self._max_concurrency = max_concurrency or self._max_concurrency
+            self._max_series = max_series or self._max_series
             self._in_flight = {}
-            self._pool = ThreadPoolExecutor(max_workers=max(len(self._collectors), 1), thread_name_prefix="cdcwatch-collect")
+            self._pool = self._new_pool()
             for scheduled in self._collectors:
                 self._errors.setdefault((scheduled.collector.collector, scheduled.collector.target), 0)
 
@@ -136,6 +154,10 @@ class Exporter:
             old_pool.shutdown(wait=False)
 
         threading.Thread(target=retire, name="cdcwatch-retire", daemon=True).start()
+
+    def _new_pool(self) -> ThreadPoolExecutor:
+        workers = max(min(len(self._collectors), self._max_concurrency), 1)
+        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cdcwatch-collect")
 
     def scrape(self) -> list[TargetResult]:
         """Collect every target concurrently, each under its own deadline."""
@@ -155,7 +177,7 @@ class Exporter:
         name, target = scheduled.collector.collector, scheduled.collector.target
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
-            collection = future.result(timeout=max(remaining, 0.0))
+            collection = self._capped(name, target, future.result(timeout=max(remaining, 0.0)))
             result = TargetResult(name, target, True, time.monotonic() - started, None, collection)
         except FutureTimeout:
             result = TargetResult(name, target, False, time.monotonic() - started,
@@ -165,6 +187,22 @@ class Exporter:
             result = TargetResult(name, target, False, time.monotonic() - started, message)
         self._record(result)
         return result
+
+    def _capped(self, name: str, target: str, collection: Collection) -> Collection:
+        """The collection, or a copy cut to max_series samples; the cut ones are counted."""
+        total = sum(len(f.samples) for f in collection.families)
+        if total <= self._max_series:
+            return collection
+        room, families = self._max_series, []
+        for family in collection.families:
+            kept = Metric(family.name, family.documentation, family.type)
+            kept.samples = family.samples[:room]
+            room -= len(kept.samples)
+            if kept.samples:
+                families.append(kept)
+        with self._lock:
+            self._dropped[(name, target)] = self._dropped.get((name, target), 0) + total - self._max_series
+        return Collection(families, collection.summary)
 
     def _record(self, result: TargetResult) -> None:
         key = (result.collector, result.target)
@@ -188,6 +226,8 @@ class Exporter:
             builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels, r.duration_seconds)
             builder.add("cdcwatch_scrape_errors_total", "counter", help_of["cdcwatch_scrape_errors_total"], labels,
                         float(self._errors.get((r.collector, r.target), 0)))
+            builder.add("cdcwatch_series_dropped_total", "counter", help_of["cdcwatch_series_dropped_total"], labels,
+                        float(self._dropped.get((r.collector, r.target), 0)))
         builder.add("cdcwatch_build_info", "gauge", help_of["cdcwatch_build_info"],
                     {"version": __version__, "python_version": platform.python_version()}, 1.0)
         for name, value in (("cdcwatch_config_last_reload_successful", float(self.reloads.last_successful)),

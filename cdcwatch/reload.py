@@ -47,7 +47,7 @@ class ConfigReloader:
             if (config.listen.address, config.listen.port) != (self.config.listen.address, self.config.listen.port):
                 log.warning("listen address changes take effect at the next restart")
             logging.getLogger().setLevel(config.log_level.upper())
-            self.exporter.replace(collectors)
+            self.exporter.replace(collectors, config.limits.max_concurrent_collections, config.limits.max_series_per_target)
             self.config = config
             self.exporter.reloads.last_successful = True
             self.exporter.reloads.last_success_time = time.time()

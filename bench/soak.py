@@ -1,0 +1,131 @@
+"""Soak: scrape `cdcwatch serve` every second for --minutes while targets flap; RSS and open file
+descriptors must not grow. Not part of CI (30 minutes by default).
+
+Targets: a real PostgreSQL (stopped and started every --flap seconds), a real Kafka-protocol broker
+(noida-db, also flapping, out of phase) and a JMX port that answers garbage. The exporter's RSS and
+fd count are printed every 5 minutes and compared at the end (after a 2-minute warm-up).
+
+    .venv/bin/python bench/soak.py [--minutes 30] [--flap 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cdcwatch.stack.noida import NoidaKafka  # noqa: E402
+from cdcwatch.stack.postgres import PostgresServer  # noqa: E402
+from cdcwatch.stack.procs import free_port, port_open, wait_for  # noqa: E402
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def garbage_server() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+
+    def serve() -> None:
+        while True:
+            connection, _ = sock.accept()
+            try:
+                connection.sendall(os.urandom(256))
+            finally:
+                connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--flap", type=float, default=20, help="seconds between stops/starts of each flapping target")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="cdcwatch-soak-"))
+    work.chmod(0o755)
+    pg = PostgresServer(work / "pg", free_port())
+    pg.start()
+    broker = NoidaKafka(work / "noida")
+    broker.start()
+    port = free_port()
+    config = work / "cdcwatch.yml"
+    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\n"
+                      f"targets:\n  - name: garbage\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {garbage_server()}}}\n"
+                      f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {pg.port}\n"
+                      f"kafka:\n  - name: noida\n    timeout_seconds: 2\n    bootstrap_servers: {broker.bootstrap}\n")
+    serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
+                             stdout=open(work / "serve.log", "ab"), stderr=subprocess.STDOUT)
+    wait_for(lambda: port_open(port), 30, "cdcwatch serve")
+    stop = threading.Event()
+
+    def flapper() -> None:
+        phase = 0
+        while not stop.wait(args.flap / 2):
+            phase += 1
+            if phase % 4 == 1:
+                pg.stop()
+            elif phase % 4 == 2:
+                broker.stop()
+            elif phase % 4 == 3:
+                pg.start()
+            else:
+                broker.start()
+
+    threading.Thread(target=flapper, daemon=True).start()
+    started = time.monotonic()
+    end = started + args.minutes * 60
+    baseline: tuple[float, int] | None = None
+    errors = scrapes = 0
+    next_report = started
+    try:
+        while time.monotonic() < end:
+            tick = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+                    response.read()
+            except Exception:
+                errors += 1
+            scrapes += 1
+            elapsed = time.monotonic() - started
+            if baseline is None and elapsed >= min(120, args.minutes * 60 / 4):
+                baseline = (rss_mib(serve.pid), fds(serve.pid))
+            if tick >= next_report:
+                print(f"{elapsed / 60:5.1f} min  RSS {rss_mib(serve.pid):7.1f} MiB  fds {fds(serve.pid):4d}  "
+                      f"scrapes {scrapes}  errors {errors}", flush=True)
+                next_report += 300
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+        final = (rss_mib(serve.pid), fds(serve.pid))
+        if baseline:
+            print(f"after warm-up: RSS {baseline[0]:.1f} -> {final[0]:.1f} MiB ({final[0] / baseline[0]:.2f}x), "
+                  f"fds {baseline[1]} -> {final[1]}; {scrapes} scrapes, {errors} failed")
+    finally:
+        stop.set()
+        serve.terminate()
+        serve.wait(30)
+        broker.stop()
+        pg.stop()
+
+
+if __name__ == "__main__":
+    main()

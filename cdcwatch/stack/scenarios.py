@@ -1,0 +1,182 @@
+"""Faults the demo can inject, each with the alert it must raise, and the client that runs one.
+
+`cdcwatch demo --scenario NAME` finds the running demo through `demo.json`, asks it to inject the
+fault, waits for the expected alert's notification at the webhook (alerts.log), asks it to recover,
+waits for the resolved notification, and reports every notification with its delay next to the
+floor Prometheus sets (scrape interval + evaluation interval + the alert's `for`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "run_scenario"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    alert: str
+    labels: dict[str, str]
+    inject: Callable[[Any], None]
+    recover: Callable[[Any], None]
+
+
+def _kill_connect(stack: Any) -> None:
+    stack.connect.kill()
+
+
+def _signal_apply(signum: int) -> Callable[[Any], None]:
+    def send(stack: Any) -> None:
+        os.killpg(stack.apply.process.pid, signum)
+    return send
+
+
+def _burst(stack: Any) -> None:
+    from cdcwatch.stack.demo import APPLY_RATE
+
+    stack.traffic.burst(APPLY_RATE * 40)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("connector-crash",
+             "kill -9 the Kafka Connect worker running the Debezium connector, then start it again: the changes "
+             "since its last offset flush are re-delivered and counted as duplicates",
+             "CdcwatchTargetDown", {"collector": "connect", "target": "connect"},
+             _kill_connect, lambda stack: stack.connect.start()),
+    Scenario("source-down", "stop the source PostgreSQL, then start it again",
+             "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
+             lambda stack: stack.source.stop(), lambda stack: stack.source.start()),
+    Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT)",
+             "CdcwatchEndpointDown", {"job": "cdcwatch-spark"},
+             _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT)),
+    Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
+             "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None),
+)}
+
+
+@dataclass
+class ScenarioReport:
+    scenario: str
+    alert: str
+    floor_seconds: float
+    fired_after: float | None = None
+    resolved_after: float | None = None
+    notifications: list[dict[str, Any]] | None = None
+    duplicates_counted: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.fired_after is not None and self.resolved_after is not None
+
+
+def _alert_for(name: str) -> float:
+    from cdcwatch.mixin import MixinConfig
+    from cdcwatch.mixin.rules import ALERTS
+    from cdcwatch.stack.demo import DEMO_MIXIN
+
+    config = MixinConfig.model_validate(DEMO_MIXIN)
+    text = next(a for a in ALERTS if a.name == name).for_(config)
+    return float(text[:-1]) * {"s": 1, "m": 60}[text[-1]]
+
+
+def _notifications(log: Path, since: float) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    found = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if entry["received"] >= since:
+            found.append(entry)
+    return found
+
+
+def _matching(entries: list[dict[str, Any]], scenario: Scenario, status: str) -> dict[str, Any] | None:
+    return next((e for e in entries if e["status"] == status and e["labels"].get("alertname") == scenario.alert
+                 and all(e["labels"].get(k) == v for k, v in scenario.labels.items())), None)
+
+
+def _post(control: str, path: str) -> None:
+    request = urllib.request.Request(control + path, data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=120):
+            pass
+    except urllib.error.HTTPError as exc:
+        raise RuntimeError(f"the demo could not {path}: {exc.read().decode() or exc}") from None
+
+
+def _query(prometheus: str, expr: str) -> float | None:
+    from cdcwatch.mixin.preview import PrometheusApi
+
+    result = PrometheusApi(prometheus, timeout=5).query(expr)
+    return float(result[0]["value"][1]) if result else None
+
+
+def _firing_now(prometheus: str, scenario: Scenario) -> bool:
+    from cdcwatch.mixin.preview import PrometheusApi
+
+    alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
+    return any(a["labels"].get("alertname") == scenario.alert and a["state"] in ("pending", "firing") and
+               all(a["labels"].get(k) == v for k, v in scenario.labels.items()) for a in alerts)
+
+
+def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_timeout: float = 300,
+                 say: Callable[[str], None] = print) -> ScenarioReport:
+    """Inject, wait for the alert, recover, wait for its resolution; raise RuntimeError when the demo is not there."""
+    import urllib.error
+
+    from cdcwatch.stack.procs import wait_for
+
+    scenario = SCENARIOS[name]
+    state = Path(state_dir).resolve() / "demo.json"
+    if not state.exists():
+        raise RuntimeError(f"no demo state in {state.parent}: start `cdcwatch demo` first (same --state-dir)")
+    info = json.loads(state.read_text(encoding="utf-8"))
+    try:
+        urllib.request.urlopen(info["prometheus"] + "/-/ready", timeout=5).close()
+    except (OSError, urllib.error.URLError):
+        raise RuntimeError(f"the demo of {state.parent} is not running: start `cdcwatch demo` first") from None
+    floor = info["scrape_interval_seconds"] * 2 + _alert_for(scenario.alert)
+    report = ScenarioReport(name, scenario.alert, floor)
+    say(f"{name}: {scenario.description}")
+    say(f"  waiting until {scenario.alert} is quiet ...")
+    wait_for(lambda: not _firing_now(info["prometheus"], scenario), 300, f"{scenario.alert} to be quiet", interval=1)
+    duplicates_before = _query(info["prometheus"], "sum(cdcwatch_spark_duplicates_total)") or 0.0
+    log = Path(info["alerts_log"])
+    injected = time.time()
+    _post(info["control"], f"/inject/{name}")
+    say(f"  injected at {time.strftime('%H:%M:%S')}; waiting for {scenario.alert} (floor {floor:.0f}s) ...")
+    fired = wait_for(lambda: _matching(_notifications(log, injected), scenario, "firing"), fire_timeout,
+                     f"the {scenario.alert} notification", interval=0.5)
+    report.fired_after = fired["received"] - injected
+    say(f"  {scenario.alert} notified {report.fired_after:.1f}s after the fault "
+        f"(floor {floor:.0f}s: {report.fired_after - floor:+.1f}s)")
+    recovered = time.time()
+    _post(info["control"], f"/recover/{name}")
+    resolved = wait_for(lambda: _matching(_notifications(log, recovered), scenario, "resolved"), resolve_timeout,
+                        f"the resolved {scenario.alert} notification", interval=0.5)
+    report.resolved_after = resolved["received"] - recovered
+    say(f"  resolved {report.resolved_after:.1f}s after recovery")
+    report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
+                             "after_seconds": round(e["received"] - injected, 1)}
+                            for e in _notifications(log, injected)]
+    if name == "connector-crash":
+        def counted() -> float | None:
+            value = _query(info["prometheus"], "sum(cdcwatch_spark_duplicates_total)") or 0.0
+            return value - duplicates_before if value > duplicates_before else None
+        try:
+            report.duplicates_counted = wait_for(counted, 60, "re-delivered changes to be counted", interval=1)  # type: ignore[assignment]
+        except Exception:
+            report.duplicates_counted = 0.0
+        say(f"  duplicates counted after the replay: {report.duplicates_counted:.0f}")
+    for entry in report.notifications:
+        say(f"    +{entry['after_seconds']:>6.1f}s  {entry['status']:<8} {entry['alert']}")
+    return report

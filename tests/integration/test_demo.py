@@ -1,0 +1,94 @@
+"""The README's first command, run as a user would (`cdcwatch demo`, headless because stdout is a
+pipe), then every scenario against that one running stack: each expected alert must reach the
+webhook and resolve after recovery. Ctrl-C must leave nothing running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cdcwatch.stack.procs import wait_for
+from cdcwatch.stack.scenarios import SCENARIOS
+
+pytestmark = pytest.mark.integration
+
+CDCWATCH = str(Path(sys.executable).with_name("cdcwatch"))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie of ours is gone for every purpose
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("demo")
+    workdir.chmod(0o755)
+    log = workdir / "demo.out"
+    process = subprocess.Popen([CDCWATCH, "demo"], cwd=workdir, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL)
+
+    def ready() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"the demo exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        return "ready:" in log.read_text()
+
+    wait_for(ready, 400, "the demo to be ready", interval=1)
+    state = json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text())
+    yield workdir, process, state, log
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        process.wait(120)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
+    workdir, _, _, _ = demo
+    report_file = workdir / f"{name}.json"
+    done = subprocess.run([CDCWATCH, "demo", "--scenario", name, "--report", str(report_file)], cwd=workdir,
+                          capture_output=True, text=True, timeout=900)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(report_file.read_text())
+    assert report["fired_after"] is not None and report["resolved_after"] is not None
+    if name == "connector-crash":
+        assert report["duplicates_counted"] > 0, "the replay after kill -9 was not counted as duplicates"
+
+
+def test_a_taken_port_is_reported_before_anything_starts(demo) -> None:
+    workdir, _, state, _ = demo
+    port = int(state["metrics"].rsplit(":", 1)[1].split("/")[0])
+    done = subprocess.run([CDCWATCH, "demo", "--state-dir", str(workdir / "other")], cwd=workdir,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"port {port} is taken" in done.stderr
+    assert not (workdir / "other").exists()
+
+
+def test_a_scenario_without_a_running_demo_says_so(tmp_path: Path) -> None:
+    done = subprocess.run([CDCWATCH, "demo", "--scenario", "source-down", "--state-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "start `cdcwatch demo` first" in done.stderr
+
+
+def test_ctrl_c_stops_everything_it_started(demo) -> None:
+    workdir, process, state, log = demo
+    pids = json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text())["pids"]
+    process.send_signal(signal.SIGINT)
+    assert process.wait(180) == 0, log.read_text()[-3000:]
+    wait_for(lambda: not [name for name, pid in pids.items() if alive(pid)], 30, "every demo process to exit")
+    with socket.socket() as sock:  # the metrics port is free again
+        sock.bind(("127.0.0.1", int(state["metrics"].rsplit(":", 1)[1].split("/")[0])))
