@@ -37,6 +37,10 @@ KAFKA_SCHEMA = StructType([
 
 _METADATA_TIMEOUT_SECONDS = 10.0
 _POLL_SECONDS = 1.0
+_STALL_SECONDS = 120.0
+"""A range read that gets no record for this long fails the task (a hung read never stalls the query silently)."""
+_READER_DEFAULTS = {"receive.message.max.bytes": 1_000_000_000}
+"""Some Kafka-protocol brokers (noida-db) answer a fetch with the whole range, ignoring fetch.max.bytes."""
 
 
 class DataLossError(RuntimeError):
@@ -201,10 +205,11 @@ def _count(ends: dict[str, dict[str, int]]) -> int:
 def read_range(settings: dict[str, Any], offsets: OffsetRange, fail_on_data_loss: bool) -> Iterator[tuple]:
     """The records of one offset range, in offset order."""
     import datetime
+    import time
 
     from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, TopicPartition  # noqa: F401 (executor import)
 
-    consumer = Consumer({**settings, "group.id": "cdcwatch-spark-source", "enable.auto.commit": False,
+    consumer = Consumer({**_READER_DEFAULTS, **settings, "group.id": "cdcwatch-spark-source", "enable.auto.commit": False,
                          "auto.offset.reset": "error", "enable.partition.eof": True})
     try:
         low, _ = consumer.get_watermark_offsets(TopicPartition(offsets.topic, offsets.partition),
@@ -220,10 +225,15 @@ def read_range(settings: dict[str, Any], offsets: OffsetRange, fail_on_data_loss
         if position >= offsets.end:
             return
         consumer.assign([TopicPartition(offsets.topic, offsets.partition, position)])
+        last_progress = time.monotonic()
         while position < offsets.end:
             record = consumer.poll(_POLL_SECONDS)
             if record is None:
+                if time.monotonic() - last_progress > _STALL_SECONDS:
+                    raise RuntimeError(f"{offsets.topic}[{offsets.partition}]: no record at offset {position} for "
+                                       f"{_STALL_SECONDS:g}s (end {offsets.end}); see the client errors in the log")
                 continue
+            last_progress = time.monotonic()
             error = record.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:

@@ -41,7 +41,8 @@ DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s"
               "thresholds": {"spark_apply_lag_seconds": 15, "spark_freshness_seconds": 30, "kafka_lag_seconds": 30,
                              "debezium_lag_seconds": 30}}
 """The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
-SCRAPE_INTERVAL = "2s"
+SCRAPE_INTERVAL = "3s"
+"""Prometheus scrape and evaluation interval (and scrape timeout); every collector's deadline stays below it."""
 
 
 def prerequisites(port: int) -> list[str]:
@@ -156,11 +157,11 @@ class DemoStack:
         self.config_file = base / "cdcwatch.yml"
         self.config_file.write_text(
             f"listen: {{address: 127.0.0.1, port: {self.port}}}\n"
-            f"targets:\n  - name: connect-jvm\n    timeout_seconds: 3\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
-            f"kafka:\n  - name: broker\n    timeout_seconds: 3\n    bootstrap_servers: {self.broker.bootstrap}\n"
-            f"connect:\n  - name: connect\n    timeout_seconds: 3\n    url: {self.connect.url}\n"
+            f"targets:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
+            f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {self.broker.bootstrap}\n"
+            f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"
             f"    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
-            f"postgres:\n  - name: source\n    timeout_seconds: 3\n    port: {self.source.port}\n"
+            f"postgres:\n  - name: source\n    timeout_seconds: 2\n    port: {self.source.port}\n"
             f"    slot_servers: {{{SLOT}: {SERVER}}}\n", encoding="utf-8")
         self.serve = self._started("serve", _Serve(self.config_file, self.port, base / "cdcwatch.log"))
         self.serve.start()
@@ -272,11 +273,12 @@ def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
                 self.end_headers()
                 return
             try:
-                (scenario.inject if parts[0] == "inject" else scenario.recover)(stack)
+                at = (scenario.inject if parts[0] == "inject" else scenario.recover)(stack) or time.time()
                 stack.info["pids"] = stack.pids()
                 _write_state(stack)
                 self.send_response(200)
                 self.end_headers()
+                self.wfile.write(json.dumps({"at": at}).encode())
             except Exception as exc:  # the scenario client prints it
                 self.send_response(500)
                 self.end_headers()

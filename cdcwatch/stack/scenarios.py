@@ -26,12 +26,21 @@ class Scenario:
     description: str
     alert: str
     labels: dict[str, str]
-    inject: Callable[[Any], None]
+    inject: Callable[[Any], float | None]
+    """Injects the fault; returns when it happened (None: now)."""
     recover: Callable[[Any], None]
 
 
-def _kill_connect(stack: Any) -> None:
+def _kill_connect(stack: Any) -> float:
+    """kill -9 the worker a few seconds after an offset flush: the changes since are re-delivered."""
+    from cdcwatch.stack.procs import wait_for
+
+    offsets = stack.connect.dir / "offsets.dat"
+    flushed = offsets.stat().st_mtime if offsets.exists() else 0.0
+    wait_for(lambda: offsets.exists() and offsets.stat().st_mtime > flushed, 90, "an offset flush of the worker")
+    time.sleep(5)  # the steady traffic adds changes the next flush would have covered
     stack.connect.kill()
+    return time.time()
 
 
 def _signal_apply(signum: int) -> Callable[[Any], None]:
@@ -104,11 +113,12 @@ def _matching(entries: list[dict[str, Any]], scenario: Scenario, status: str) ->
                  and all(e["labels"].get(k) == v for k, v in scenario.labels.items())), None)
 
 
-def _post(control: str, path: str) -> None:
+def _post(control: str, path: str) -> float:
+    """Ask the demo; returns when it acted."""
     request = urllib.request.Request(control + path, data=b"", method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=120):
-            pass
+        with urllib.request.urlopen(request, timeout=180) as response:
+            return float(json.loads(response.read() or b"{}").get("at") or time.time())
     except urllib.error.HTTPError as exc:
         raise RuntimeError(f"the demo could not {path}: {exc.read().decode() or exc}") from None
 
@@ -151,23 +161,22 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     wait_for(lambda: not _firing_now(info["prometheus"], scenario), 300, f"{scenario.alert} to be quiet", interval=1)
     duplicates_before = _query(info["prometheus"], "sum(cdcwatch_spark_duplicates_total)") or 0.0
     log = Path(info["alerts_log"])
-    injected = time.time()
-    _post(info["control"], f"/inject/{name}")
-    say(f"  injected at {time.strftime('%H:%M:%S')}; waiting for {scenario.alert} (floor {floor:.0f}s) ...")
-    fired = wait_for(lambda: _matching(_notifications(log, injected), scenario, "firing"), fire_timeout,
+    since = time.time()
+    injected = _post(info["control"], f"/inject/{name}")
+    say(f"  injected at {time.strftime('%H:%M:%S', time.localtime(injected))}; waiting for {scenario.alert} (floor {floor:.0f}s) ...")
+    fired = wait_for(lambda: _matching(_notifications(log, since), scenario, "firing"), fire_timeout,
                      f"the {scenario.alert} notification", interval=0.5)
     report.fired_after = fired["received"] - injected
     say(f"  {scenario.alert} notified {report.fired_after:.1f}s after the fault "
         f"(floor {floor:.0f}s: {report.fired_after - floor:+.1f}s)")
-    recovered = time.time()
-    _post(info["control"], f"/recover/{name}")
+    recovered = _post(info["control"], f"/recover/{name}")
     resolved = wait_for(lambda: _matching(_notifications(log, recovered), scenario, "resolved"), resolve_timeout,
                         f"the resolved {scenario.alert} notification", interval=0.5)
     report.resolved_after = resolved["received"] - recovered
     say(f"  resolved {report.resolved_after:.1f}s after recovery")
     report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
                              "after_seconds": round(e["received"] - injected, 1)}
-                            for e in _notifications(log, injected)]
+                            for e in _notifications(log, since)]
     if name == "connector-crash":
         def counted() -> float | None:
             value = _query(info["prometheus"], "sum(cdcwatch_spark_duplicates_total)") or 0.0
