@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.stack.procs import wait_for
+from cdcwatch.stack.procs import port_open, wait_for
 from cdcwatch.stack.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.integration
@@ -90,5 +89,4 @@ def test_ctrl_c_stops_everything_it_started(demo) -> None:
     process.send_signal(signal.SIGINT)
     assert process.wait(180) == 0, log.read_text()[-3000:]
     wait_for(lambda: not [name for name, pid in pids.items() if alive(pid)], 30, "every demo process to exit")
-    with socket.socket() as sock:  # the metrics port is free again
-        sock.bind(("127.0.0.1", int(state["metrics"].rsplit(":", 1)[1].split("/")[0])))
+    assert not port_open(int(state["metrics"].rsplit(":", 1)[1].split("/")[0])), "cdcwatch still listens"
