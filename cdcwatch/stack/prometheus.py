@@ -17,7 +17,7 @@ import yaml
 
 from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, wait_for
 
-__all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "WebhookReceiver"]
+__all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "Pushgateway", "WebhookReceiver"]
 
 
 class _Process:
@@ -102,6 +102,19 @@ class AlertmanagerServer(_Process):
         self._spawn([binary, f"--config.file={config}", f"--storage.path={self.dir / 'data'}",
                      f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
                     "alertmanager.log", "Alertmanager", "/-/ready")
+
+
+class Pushgateway(_Process):
+    """Prometheus' Pushgateway, in memory only."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir
+        self.port = free_port()
+
+    def start(self) -> None:
+        binary = require_binary("prometheus-pushgateway", "prometheus-pushgateway")
+        self._spawn([binary, f"--web.listen-address=127.0.0.1:{self.port}", "--persistence.file="],
+                    "pushgateway.log", "Pushgateway", "/-/ready")
 
 
 @dataclass

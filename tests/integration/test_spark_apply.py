@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from cdcwatch.stack.connect import ConnectWorker
 from cdcwatch.stack.debezium import postgres_connector_properties
+from cdcwatch.stack.prometheus import Pushgateway
 from cdcwatch.stack.spark import ApplyJob
 from cdcwatch.stack.procs import wait_for
 from tests.integration.conftest import parse, promtool_check, value
@@ -45,12 +47,15 @@ def pipeline(postgres, noida, stack_dir):
     properties["heartbeat.interval.ms"] = "1000"
     worker = ConnectWorker(stack_dir / "shop-connect", noida.bootstrap, {"shop": properties}, offset_flush_ms=FLUSH_MS)
     worker.start()
+    pushgateway = Pushgateway(stack_dir / "shop-pushgateway")
+    pushgateway.start()
     job = ApplyJob(stack_dir / "shop-apply", noida.bootstrap, rf"{SERVER}\..*|__debezium-heartbeat\.{SERVER}",
                    f"host=127.0.0.1 port={postgres.port} user=postgres dbname=shop_target", query_name=QUERY,
-                   extra_args=["--linger-after-failure", "600"])
+                   extra_args=["--linger-after-failure", "600", "--pushgateway", f"127.0.0.1:{pushgateway.port}"])
     job.start()
-    yield worker, job
+    yield worker, job, pushgateway
     job.stop()
+    pushgateway.stop()
     worker.stop()
 
 
@@ -78,7 +83,7 @@ def metrics(job: ApplyJob) -> dict:
 
 
 def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline, postgres) -> None:
-    worker, job = pipeline
+    worker, job, pushgateway = pipeline
     wait_for(lambda: in_sync(postgres), 240, "the snapshot to reach the target", interval=1)
     for round_ in range(5):
         postgres.sql(f"BEGIN; INSERT INTO items SELECT g, 'new ' || g, 1 FROM generate_series({1000 + round_ * 10}, "
@@ -105,6 +110,10 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
     # idle source with heartbeats: freshness stays low; the batches keep coming
     assert value(values, "cdcwatch_spark_freshness_seconds", query=QUERY, server=SERVER) < 10
     promtool_check(job.metrics())
+    # the same metrics pushed to a real Pushgateway after every batch
+    pushed = parse(urllib.request.urlopen(f"{pushgateway.url}/metrics", timeout=10).read().decode())
+    assert value(pushed, "cdcwatch_spark_changes_applied_total", job="cdcwatch_spark", query=QUERY) >= \
+        value(values, "cdcwatch_spark_changes_applied_total", query=QUERY) - 1
 
 
 def topic_identities(bootstrap: str) -> Counter:
@@ -135,7 +144,7 @@ def topic_identities(bootstrap: str) -> Counter:
 
 
 def test_kill_9_between_offset_flushes_redelivers_and_every_duplicate_is_counted(pipeline, postgres, noida) -> None:
-    worker, job = pipeline
+    worker, job, pushgateway = pipeline
     wait_for(lambda: in_sync(postgres), 240, "the target to be in sync", interval=1)
     offsets = worker.dir / "offsets.dat"
     flushed = offsets.stat().st_mtime if offsets.exists() else 0
@@ -163,7 +172,7 @@ def test_kill_9_between_offset_flushes_redelivers_and_every_duplicate_is_counted
 
 
 def test_malformed_records_are_counted_and_the_query_keeps_applying(pipeline, postgres, noida) -> None:
-    worker, job = pipeline
+    worker, job, pushgateway = pipeline
     before = value(metrics(job), "cdcwatch_spark_malformed_events_total", query=QUERY, server=SERVER)
     producer = Producer({"bootstrap.servers": noida.bootstrap})
     for garbage in (b"not json", b'{"payload": {"op": "x"}}', b"[1, 2"):
@@ -177,7 +186,7 @@ def test_malformed_records_are_counted_and_the_query_keeps_applying(pipeline, po
 
 
 def test_a_failed_query_reads_failed_with_its_exception_class(pipeline, postgres) -> None:
-    worker, job = pipeline
+    worker, job, pushgateway = pipeline
     postgres.sql("DROP SCHEMA cdcwatch_apply CASCADE", database="shop_target")  # the sink's next merge fails
     postgres.sql("INSERT INTO items VALUES (7000, 'breaks the sink', 1)")
     values = wait_for(lambda: (v := metrics(job)) and value(v, "cdcwatch_spark_query_state", query=QUERY, state="failed") == 1
