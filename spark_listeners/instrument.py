@@ -16,7 +16,7 @@ _ROW_CHANGES = ("c", "u", "d", "r")
 def _observations() -> list[Column]:
     change = (F.col("kind") == "data") & F.col("op").isin(*_ROW_CHANGES)
     commit = F.when(change, F.col("commit_time"))
-    percentiles = F.percentile_approx(commit, [0.01, 0.5], 1000)
+    percentiles = F.percentile_approx(commit, [0.01, 0.5], 100)  # 1 % rank error: plenty for seconds of lag
     return [
         F.count(F.lit(1)).alias("events"),
         F.count(commit).alias("changes"),
