@@ -116,7 +116,7 @@ class Exporter:
         self._max_concurrency = max_concurrency
         self._max_series = max_series
         self._pool = self._new_pool()
-        self._in_flight: dict[tuple[str, str], Future[Collection]] = {}
+        self._in_flight: dict[tuple[str, str], Future[tuple[Collection, float]]] = {}
         self._errors: dict[tuple[str, str], int] = {(s.collector.collector, s.collector.target): 0 for s in self._collectors}
         self._dropped: dict[tuple[str, str], int] = {}
         self._last_up: dict[tuple[str, str], bool] = {}
@@ -162,23 +162,23 @@ class Exporter:
     def scrape(self) -> list[TargetResult]:
         """Collect every target concurrently, each under its own deadline."""
         started = time.monotonic()
-        pending: list[tuple[ScheduledCollector, Future[Collection]]] = []
+        pending: list[tuple[ScheduledCollector, Future[tuple[Collection, float]]]] = []
         with self._lock:
             for scheduled in self._collectors:
                 key = (scheduled.collector.collector, scheduled.collector.target)
                 future = self._in_flight.get(key)
                 if future is None or future.done():
-                    future = self._pool.submit(scheduled.collector.collect)
+                    future = self._pool.submit(_timed, scheduled.collector)
                     self._in_flight[key] = future
                 pending.append((scheduled, future))
         return [self._await(scheduled, future, started) for scheduled, future in pending]
 
-    def _await(self, scheduled: ScheduledCollector, future: Future[Collection], started: float) -> TargetResult:
+    def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
         name, target = scheduled.collector.collector, scheduled.collector.target
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
-            collection = self._capped(name, target, future.result(timeout=max(remaining, 0.0)))
-            result = TargetResult(name, target, True, time.monotonic() - started, None, collection)
+            collection, took = future.result(timeout=max(remaining, 0.0))
+            result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
             result = TargetResult(name, target, False, time.monotonic() - started,
                                   f"no answer within {scheduled.timeout_seconds:g}s")
@@ -255,6 +255,13 @@ class Exporter:
     def close(self) -> None:
         _close_all(self._collectors)
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _timed(collector: TargetCollector) -> tuple[Collection, float]:
+    """The collection and the time it took itself (not the time spent waiting for other targets)."""
+    started = time.monotonic()
+    collection = collector.collect()
+    return collection, time.monotonic() - started
 
 
 def _close_all(collectors: Iterable[ScheduledCollector]) -> None:
