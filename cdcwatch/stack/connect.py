@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, wait_for
+from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, stop_group, wait_for
 
 __all__ = ["ConnectWorker", "connect_classpath"]
 
@@ -131,10 +131,4 @@ class ConnectWorker:
             self.process.wait(30)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        stop_group(self.process, 30)

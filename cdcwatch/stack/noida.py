@@ -7,14 +7,12 @@ are checked on the real 0.9 broker as well (stack/kafka.py).
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from cdcwatch.stack.procs import StackError, free_port, port_open, wait_for
+from cdcwatch.stack.procs import StackError, free_port, port_open, stop_group, wait_for
 
 __all__ = ["NoidaKafka"]
 
@@ -43,10 +41,4 @@ class NoidaKafka:
         wait_for(lambda: port_open(self.port), timeout, f"noida-db Kafka on {self.bootstrap} (log {self.dir / 'noida.out'})")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        stop_group(self.process, 20)

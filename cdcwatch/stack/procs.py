@@ -6,6 +6,7 @@ import hashlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["StackError", "as_user", "free_port", "owned_dir", "port_open", "wait_for"]
+__all__ = ["StackError", "as_user", "free_port", "owned_dir", "port_open", "stop_group", "wait_for"]
 
 
 class StackError(RuntimeError):
@@ -51,6 +52,18 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, interva
         time.sleep(interval)
     detail = f" (last error: {last_error})" if last_error else ""
     raise StackError(f"timed out after {timeout:g}s waiting for {what}{detail}")
+
+
+def stop_group(process: "subprocess.Popen[bytes] | None", timeout: float = 20) -> None:
+    """SIGTERM the process group of a child started with start_new_session; SIGKILL it after `timeout`."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
 
 
 def as_user(user: str, command: Sequence[str]) -> list[str]:

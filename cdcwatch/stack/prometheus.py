@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -15,7 +13,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, wait_for
+from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, stop_group, wait_for
 
 __all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "Pushgateway", "WebhookReceiver"]
 
@@ -48,13 +46,7 @@ class _Process:
         wait_for(ready, timeout, f"{what} on {self.url} (log {log})")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        stop_group(self.process, 20)
 
 
 class PrometheusServer(_Process):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from cdcwatch.stack.procs import StackError, free_port, port_open, wait_for
+from cdcwatch.stack.procs import StackError, free_port, port_open, stop_group, wait_for
 
 __all__ = ["ApplyJob"]
 
@@ -52,10 +51,4 @@ class ApplyJob:
             return response.read().decode()
 
     def stop(self, timeout: float = 60) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        stop_group(self.process, timeout)

@@ -15,7 +15,6 @@ import json
 import time
 import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
