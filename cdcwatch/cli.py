@@ -189,6 +189,20 @@ def _docs(args: argparse.Namespace) -> int:
 def _apply(args: argparse.Namespace) -> int:
     from cdcwatch.spark.apply import ApplySettings, run_apply
 
+    import re
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        re.compile(args.subscribe_pattern)
+    except re.error as exc:
+        print(f"cdcwatch: --subscribe-pattern is not a regular expression: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        conninfo_to_dict(args.target)
+    except Exception as exc:  # psycopg.ProgrammingError: the libpq parser's message
+        print(f"cdcwatch: --target is not a PostgreSQL connection string: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return EXIT_CONFIG
     options = {}
     for option in args.kafka_option:
         name, equals, value = option.partition("=")

@@ -59,3 +59,16 @@ def test_serve_landing_page_metrics_and_404(serve_factory):
     with pytest.raises(urllib.error.HTTPError) as raised:
         urllib.request.urlopen(base + "/other", timeout=10)
     assert raised.value.code == 404
+
+
+@pytest.mark.parametrize("argument, value, message", [
+    ("--subscribe-pattern", "inventory\\.(", "--subscribe-pattern is not a regular expression"),
+    ("--target", "host=db port", "--target is not a PostgreSQL connection string"),
+    ("--kafka-option", "acks", "--kafka-option 'acks': expected KEY=VALUE"),
+])
+def test_apply_rejects_bad_input_before_starting_spark(tmp_path, argument, value, message):
+    arguments = {"--bootstrap-servers": "127.0.0.1:1", "--subscribe-pattern": "inventory\\..*", "--target": "host=db",
+                 "--checkpoint": str(tmp_path / "checkpoint"), argument: value}
+    done = run("apply", *[part for pair in arguments.items() for part in pair])
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not (tmp_path / "checkpoint").exists()
