@@ -30,6 +30,7 @@ from tests.integration.conftest import Serve
 
 pytestmark = pytest.mark.integration
 
+SCRAPE = "3s"
 FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5s", "instant": "1s"}})
 
 
@@ -59,18 +60,22 @@ def observed(postgres, noida, mariadb, stack_dir):
         for component in (worker, maria, job, alertmanager):
             component.start()
             started.append(component)
+        # every collector's deadline stays below Prometheus' scrape timeout (SCRAPE): a dead target must read
+        # up 0 in a scrape that succeeds, not make the whole scrape time out
         serve = Serve(
-            f"targets:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
+            f"targets:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
             f"  - name: maria\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {maria.jmx_port}}}\n"
-            f"kafka:\n  - name: noida\n    bootstrap_servers: {noida.bootstrap}\n"
-            f"connect:\n  - name: worker\n    url: {worker.url}\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            f"postgres:\n  - name: pg\n    port: {postgres.port}\n    slot_servers: {{obs_slot: obs}}\n", stack_dir)
+            f"kafka:\n  - name: noida\n    timeout_seconds: 2\n    bootstrap_servers: {noida.bootstrap}\n"
+            f"connect:\n  - name: worker\n    timeout_seconds: 2\n    url: {worker.url}\n"
+            f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
+            f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {postgres.port}\n    slot_servers: {{obs_slot: obs}}\n",
+            stack_dir)
         started.append(serve)
         rules = stack_dir / "obs-rules.yml"
         rules.write_text(rules_yaml(FAST), encoding="utf-8")
         prometheus = PrometheusServer(stack_dir / "obs-prometheus",
                                       {"cdcwatch": [f"127.0.0.1:{serve.port}"], "cdcwatch-spark": [f"127.0.0.1:{job.metrics_port}"]},
-                                      [rules], f"127.0.0.1:{alertmanager.port}")
+                                      [rules], f"127.0.0.1:{alertmanager.port}", interval=SCRAPE)
         prometheus.start()
         started.append(prometheus)
 
