@@ -20,14 +20,8 @@ from pathlib import Path
 
 from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
 from cdcwatch.stack.postgres import PostgresServer
-from cdcwatch.stack.procs import free_port, port_open, wait_for
+from cdcwatch.stack.procs import free_port, port_open, rss_mib, wait_for
 
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -25,14 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cdcwatch.stack.noida import NoidaKafka  # noqa: E402
 from cdcwatch.stack.postgres import PostgresServer  # noqa: E402
-from cdcwatch.stack.procs import free_port, port_open, wait_for  # noqa: E402
+from cdcwatch.stack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
 
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def fds(pid: int) -> int:

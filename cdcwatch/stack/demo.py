@@ -47,13 +47,11 @@ SCRAPE_INTERVAL = "3s"
 
 def prerequisites(port: int) -> list[str]:
     """What is missing before anything starts, each with how to fix it."""
-    import shutil as sh
-
     problems = []
     fix = "(scripts/setup.sh installs it)"
     for binary, package in (("java", "openjdk-17-jre-headless"), ("prometheus", "prometheus"),
                             ("prometheus-alertmanager", "prometheus-alertmanager"), ("psql", "postgresql-client")):
-        if sh.which(binary) is None:
+        if shutil.which(binary) is None:
             problems.append(f"{binary} is missing: apt-get install -y {package} {fix}")
     if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
         problems.append(f"the PostgreSQL server is missing: apt-get install -y postgresql {fix}")
@@ -65,9 +63,9 @@ def prerequisites(port: int) -> list[str]:
     if port_open(port):
         problems.append(f"port {port} is taken: stop what listens there or pass --port")
     try:
-        from cdcwatch.stack.connect import _jetty_security_jar
+        from cdcwatch.stack.connect import jetty_security_jar
 
-        _jetty_security_jar()
+        jetty_security_jar()
     except StackError as exc:
         problems.append(str(exc))
     return problems

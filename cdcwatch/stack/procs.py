@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["StackError", "as_user", "free_port", "owned_dir", "port_open", "stop_group", "wait_for"]
+__all__ = ["StackError", "as_user", "free_port", "owned_dir", "port_open", "rss_mib", "stop_group", "wait_for"]
 
 
 class StackError(RuntimeError):
@@ -52,6 +52,18 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, interva
         time.sleep(interval)
     detail = f" (last error: {last_error})" if last_error else ""
     raise StackError(f"timed out after {timeout:g}s waiting for {what}{detail}")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process in MiB (NaN once it is gone), for load tests and benchmarks."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return float("nan")
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def stop_group(process: "subprocess.Popen[bytes] | None", timeout: float = 20) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 

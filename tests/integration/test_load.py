@@ -8,21 +8,16 @@ import statistics
 import threading
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
+
+from cdcwatch.stack.procs import rss_mib
 
 pytestmark = pytest.mark.integration
 
 SCRAPERS = 20
 SECONDS = 60
 
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 def test_twenty_concurrent_scrapers_for_a_minute(postgres, noida, serve_factory) -> None:
