@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cdcwatch.stack.scenarios import SCENARIOS  # noqa: E402
+from devstack.scenarios import SCENARIOS  # noqa: E402
 
 CDCWATCH = str(Path(sys.executable).with_name("cdcwatch"))
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from cdcwatch.stack.burrow import BurrowServer
-from cdcwatch.stack.kafka import CLIENT_SETTINGS, KafkaServer
-from cdcwatch.stack.procs import free_port, port_open, wait_for
+from devstack.burrow import BurrowServer
+from devstack.kafka import CLIENT_SETTINGS, KafkaServer
+from devstack.procs import free_port, port_open, wait_for
 
 TOPIC = "benchsrv.public.rows"
 

@@ -18,9 +18,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
-from cdcwatch.stack.postgres import PostgresServer
-from cdcwatch.stack.procs import free_port, port_open, rss_mib, wait_for
+from devstack.debezium import DebeziumProcess, postgres_connector_properties
+from devstack.postgres import PostgresServer
+from devstack.procs import free_port, port_open, rss_mib, wait_for
 
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cdcwatch.stack.noida import NoidaKafka  # noqa: E402
-from cdcwatch.stack.postgres import PostgresServer  # noqa: E402
-from cdcwatch.stack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
+from devstack.noida import NoidaKafka  # noqa: E402
+from devstack.postgres import PostgresServer  # noqa: E402
+from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
 
 
 

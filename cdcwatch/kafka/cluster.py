@@ -8,26 +8,53 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from cdcwatch.config import KafkaClusterConfig
 
-__all__ = ["ClusterReader", "ClusterState", "GroupState", "client_settings"]
+__all__ = ["ClientErrors", "ClusterReader", "ClusterState", "GroupState", "client_settings"]
 
 log = logging.getLogger("cdcwatch.kafka")
 
 Partition = tuple[str, int]
 
 
-def client_settings(cluster: KafkaClusterConfig) -> dict[str, Any]:
+_FATAL_CODES = {"_AUTHENTICATION", "_SSL", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+                "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "_INVALID_ARG"}
+"""librdkafka errors that a retry will not cure: the scrape's error names them instead of a timeout."""
+
+
+class ClientErrors:
+    """The last error librdkafka reported through `error_cb` that says why it cannot talk to the cluster."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def record(self, error: KafkaError) -> None:
+        if error.name() in _FATAL_CODES:
+            self.last = f"{error.name()}: {error.str()}"
+
+    def explain(self, exc: BaseException) -> BaseException:
+        """`exc`, or a ConnectionError naming the recorded cause (a wrong password, an untrusted certificate)."""
+        if self.last is None:
+            return exc
+        cause, self.last = self.last, None
+        return ConnectionError(f"the Kafka client cannot connect: {cause}")
+
+
+def client_settings(cluster: KafkaClusterConfig, errors: ClientErrors | None = None) -> dict[str, Any]:
     """librdkafka settings: the bootstrap servers, the user's pass-through settings, logs to our logger.
 
     librdkafka's own connection errors are silenced by default (`log_level` 0): a broker that is
-    down is reported once by the exporter as up=0, not every few milliseconds by the client.
+    down is reported once by the exporter as up=0, not every few milliseconds by the client;
+    authentication and TLS failures reach `errors` so that the scrape's error names them.
     """
-    return {"bootstrap.servers": cluster.bootstrap_servers, "logger": log, "log_level": 0,
-            "log.connection.close": False, **cluster.client}
+    settings: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap_servers, "logger": log, "log_level": 0,
+                                "log.connection.close": False, **cluster.client}
+    if errors is not None:
+        settings["error_cb"] = errors.record
+    return settings
 
 
 @dataclass
@@ -54,7 +81,8 @@ class ClusterReader:
 
     def __init__(self, cluster: KafkaClusterConfig) -> None:
         self.cluster = cluster
-        self.admin = AdminClient(client_settings(cluster))
+        self.errors = ClientErrors()
+        self.admin = AdminClient(client_settings(cluster, self.errors))
 
     def read(self, deadline: float) -> ClusterState:
         metadata = self.admin.list_topics(timeout=_left(deadline))
@@ -102,6 +130,11 @@ class ClusterReader:
             for partition in range(partitions[topic]):
                 group.committed.setdefault((topic, partition), None)
         return group
+
+    def explain(self, exc: BaseException) -> BaseException:
+        """Why a read failed: `exc`, or the authentication/TLS error the client reported meanwhile."""
+        self.admin.poll(0)  # serves the queued error callbacks
+        return self.errors.explain(exc)
 
     def close(self) -> None:
         """AdminClient has no close; dropping it stops its threads."""

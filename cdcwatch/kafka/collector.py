@@ -51,6 +51,9 @@ KAFKA_METRICS: dict[str, tuple[str, str]] = {
     "cdcwatch_kafka_consumergroup_topic_status": ("gauge", (
         "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, REWIND).")),
     "cdcwatch_kafka_series_dropped_total": ("counter", "Group partitions not reported because of max_partitions."),
+    "cdcwatch_kafka_message_reads_total": ("counter", (
+        "Messages whose timestamp or source commit time was needed, by where it came from: source=cache (no"
+        " request) or source=broker (fetched).")),
 }
 
 _PARTITION = ("group", "topic", "partition")
@@ -70,6 +73,7 @@ KAFKA_LABELS: dict[str, tuple[str, ...]] = {
     "cdcwatch_kafka_consumergroup_status_code": _PARTITION,
     "cdcwatch_kafka_consumergroup_topic_status": ("group", "topic", "status"),
     "cdcwatch_kafka_series_dropped_total": (),
+    "cdcwatch_kafka_message_reads_total": ("source",),
 }
 """Labels each family carries besides `target`; `partition` only at `granularity: partition`."""
 
@@ -111,10 +115,13 @@ class KafkaCollector:
     def collect(self) -> Collection:
         try:
             return self._collect()
-        except Exception:
+        except Exception as exc:
             # librdkafka clients can keep a stale coordinator or fetch state after a broker restart:
             # start the next collection with fresh ones (caches and status windows are kept)
+            explained = self.reader.explain(exc)
             self._reconnect()
+            if explained is not exc:
+                raise explained from exc
             raise
 
     def _reconnect(self) -> None:
@@ -258,6 +265,8 @@ class KafkaCollector:
                 self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group,
                           topic=topic, status=status.value)
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
+        for source, count in self.messages.reads.items():
+            self._add(builder, "cdcwatch_kafka_message_reads_total", count, source=source)
 
     def _partition_series(self, builder: FamilyBuilder, rows: list[_Row]) -> None:
         """The per-partition series: tens of thousands on a large cluster, so samples are appended directly

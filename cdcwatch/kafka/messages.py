@@ -70,6 +70,8 @@ class MessageReader:
         self.timestamps: BoundedCache[At, tuple[float, str]] = (
             caches_from.timestamps if caches_from else BoundedCache(cache_size))
         self.newest: BoundedCache[At, NewestChange] = caches_from.newest if caches_from else BoundedCache(cache_size)
+        self.reads: dict[str, int] = caches_from.reads if caches_from else {"cache": 0, "broker": 0}
+        """Messages asked for, by where the answer came from (exported as a counter)."""
 
     def timestamps_at(self, wanted: list[At], deadline: float) -> dict[At, tuple[float, str] | None]:
         """When the message at each offset was written, in seconds, and how that is known.
@@ -79,6 +81,7 @@ class MessageReader:
         Offsets not read before the deadline are left out.
         """
         missing = [at for at in wanted if at not in self.timestamps]
+        self.reads["cache"] += len(wanted) - len(missing)
         for at, message in self._fetch(missing, deadline).items():
             kind, stamp = message.timestamp()
             if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0:
@@ -95,6 +98,7 @@ class MessageReader:
     def newest_changes(self, wanted: list[At], deadline: float) -> dict[At, NewestChange]:
         """The decoded source commit time and server of the message at each offset (a partition's newest)."""
         missing = [at for at in wanted if at not in self.newest]
+        self.reads["cache"] += len(wanted) - len(missing)
         for at, message in self._fetch(missing, deadline).items():
             try:
                 event = decode(message.key(), message.value(), at[0])
@@ -144,6 +148,7 @@ class MessageReader:
                         self.consumer.seek(TopicPartition(*where, pending[0]))
         finally:
             self.consumer.unassign()
+        self.reads["broker"] += len(got)
         return got
 
     def _done(self, plan: dict[tuple[str, int], list[int]], where: tuple[str, int]) -> None:

@@ -1,4 +1,4 @@
-"""Real components for integration tests: PostgreSQL, MariaDB, Debezium engines, `cdcwatch serve`."""
+"""Real components for integration tests: PostgreSQL, MariaDB, Apache Kafka 4, Debezium, `cdcwatch serve`."""
 
 from __future__ import annotations
 
@@ -14,11 +14,10 @@ from typing import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from cdcwatch.stack.kafka import KafkaServer
-from cdcwatch.stack.mariadb import MariaDbServer
-from cdcwatch.stack.noida import NoidaKafka
-from cdcwatch.stack.postgres import PostgresServer
-from cdcwatch.stack.procs import free_port, port_open, wait_for
+from devstack.kafka import KafkaBroker
+from devstack.mariadb import MariaDbServer
+from devstack.postgres import PostgresServer
+from devstack.procs import free_port, port_open, wait_for
 
 
 @pytest.fixture(scope="session")
@@ -43,18 +42,9 @@ def postgres(stack_dir: Path) -> Iterator[PostgresServer]:
 
 
 @pytest.fixture(scope="session")
-def kafka09(stack_dir: Path) -> Iterator[KafkaServer]:
-    """Real Apache Kafka 0.9.0.1 + ZooKeeper (the only Kafka broker installable here)."""
-    server = KafkaServer(stack_dir / "kafka09")
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def noida(stack_dir: Path) -> Iterator[NoidaKafka]:
-    """noida-db's Kafka protocol: the broker modern clients (Connect 4.x, Spark) need here."""
-    broker = NoidaKafka(stack_dir / "noida")
+def kafka(stack_dir: Path) -> Iterator[KafkaBroker]:
+    """Apache Kafka 4 (KRaft), PLAINTEXT plus a SASL_SSL (SCRAM-SHA-256) listener."""
+    broker = KafkaBroker(stack_dir / "kafka", secure=True)
     broker.start()
     yield broker
     broker.stop()

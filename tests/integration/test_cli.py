@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from cdcwatch import __version__
-from cdcwatch.stack.procs import free_port, port_open
+from devstack.procs import free_port, port_open
 
 CLI = [sys.executable, "-m", "cdcwatch.cli"]
 

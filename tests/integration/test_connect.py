@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdcwatch.stack.connect import ConnectWorker
-from cdcwatch.stack.debezium import postgres_connector_properties
-from cdcwatch.stack.procs import wait_for
+from devstack.connect import ConnectWorker
+from devstack.debezium import postgres_connector_properties
+from devstack.procs import wait_for
 from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdcwatch.stack.debezium import DebeziumProcess, mysql_connector_properties
-from cdcwatch.stack.procs import free_port, wait_for
+from devstack.debezium import DebeziumProcess, mysql_connector_properties
+from devstack.procs import free_port, wait_for
 from tests.integration.conftest import value
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ import subprocess
 
 import pytest
 
-from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
-from cdcwatch.stack.procs import free_port, wait_for
+from devstack.debezium import DebeziumProcess, postgres_connector_properties
+from devstack.procs import free_port, wait_for
 from tests.integration.conftest import value
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.stack.procs import port_open, wait_for
-from cdcwatch.stack.scenarios import SCENARIOS
+from devstack.procs import port_open, wait_for
+from devstack.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.integration
 

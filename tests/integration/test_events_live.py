@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from cdcwatch.events import ChangeEvent, Kind, Op, decode
-from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
-from cdcwatch.stack.procs import free_port, wait_for
+from devstack.debezium import DebeziumProcess, postgres_connector_properties
+from devstack.procs import free_port, wait_for
 
 pytestmark = pytest.mark.integration
 

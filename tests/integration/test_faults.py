@@ -78,8 +78,8 @@ def test_garbage_and_silent_peers_are_up_0_within_the_deadline(nonsense, postgre
 
 
 def test_postgres_stopped_is_up_0_and_recovers_without_a_restart(stack_dir, serve_factory) -> None:
-    from cdcwatch.stack.postgres import PostgresServer
-    from cdcwatch.stack.procs import free_port, wait_for
+    from devstack.postgres import PostgresServer
+    from devstack.procs import free_port, wait_for
 
     server = PostgresServer(stack_dir / "pg-fault", free_port())
     server.start()

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
-from cdcwatch.stack.procs import free_port, port_open, wait_for
+from devstack.debezium import DebeziumProcess, postgres_connector_properties
+from devstack.procs import free_port, port_open, wait_for
 from tests.integration.conftest import parse, value
 
 pytestmark = pytest.mark.integration

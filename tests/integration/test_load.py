@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from cdcwatch.stack.procs import rss_mib
+from devstack.procs import rss_mib
 
 pytestmark = pytest.mark.integration
 

@@ -21,11 +21,11 @@ from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.mixin.preview import PrometheusApi, render_preview, resolve_variables, substitute
-from cdcwatch.stack.connect import ConnectWorker
-from cdcwatch.stack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
-from cdcwatch.stack.procs import free_port, wait_for
-from cdcwatch.stack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
-from cdcwatch.stack.spark import ApplyJob
+from devstack.connect import ConnectWorker
+from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
+from devstack.procs import free_port, wait_for
+from devstack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
+from devstack.spark import ApplyJob
 from tests.integration.conftest import Serve
 
 pytestmark = pytest.mark.integration

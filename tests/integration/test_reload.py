@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from cdcwatch.stack.procs import free_port, wait_for
+from devstack.procs import free_port, wait_for
 from tests.integration.conftest import value
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ import json
 import pytest
 
 from cdcwatch.events import decode
-from cdcwatch.stack.debezium import DebeziumProcess, postgres_connector_properties
-from cdcwatch.stack.procs import free_port, wait_for
+from devstack.debezium import DebeziumProcess, postgres_connector_properties
+from devstack.procs import free_port, wait_for
 from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration

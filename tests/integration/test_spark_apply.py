@@ -19,11 +19,11 @@ from collections import Counter
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from cdcwatch.stack.connect import ConnectWorker
-from cdcwatch.stack.debezium import postgres_connector_properties
-from cdcwatch.stack.prometheus import Pushgateway
-from cdcwatch.stack.spark import ApplyJob
-from cdcwatch.stack.procs import wait_for
+from devstack.connect import ConnectWorker
+from devstack.debezium import postgres_connector_properties
+from devstack.prometheus import Pushgateway
+from devstack.spark import ApplyJob
+from devstack.procs import wait_for
 from tests.integration.conftest import parse, promtool_check, value
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from cdcwatch.stack.procs import free_port, port_open, wait_for
+from devstack.procs import free_port, port_open, wait_for
 
 pytestmark = pytest.mark.integration
 

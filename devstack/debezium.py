@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cdcwatch.stack.procs import StackError, port_open, wait_for
+from devstack.procs import StackError, port_open, wait_for
 
 __all__ = ["DebeziumProcess", "postgres_connector_properties", "mysql_connector_properties"]
 
@@ -88,7 +88,7 @@ class DebeziumProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
         # cwd: the engine writes its own logs/ directory there
-        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.stack.engine", str(self.spec_file)],
+        self.process = subprocess.Popen([sys.executable, "-m", "devstack.engine", str(self.spec_file)],
                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
                                         cwd=self.dir)
 

@@ -6,7 +6,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from cdcwatch.stack.procs import owned_dir, port_open, require_binary, run, wait_for
+from devstack.procs import owned_dir, port_open, require_binary, run, wait_for
 
 __all__ = ["MariaDbServer"]
 

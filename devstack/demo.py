@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from cdcwatch.stack.procs import StackError, free_port, port_open
+from devstack.procs import StackError, free_port, port_open
 
 __all__ = ["DEMO_MIXIN", "DemoStack", "run_demo"]
 
@@ -63,7 +63,7 @@ def prerequisites(port: int) -> list[str]:
     if port_open(port):
         problems.append(f"port {port} is taken: stop what listens there or pass --port")
     try:
-        from cdcwatch.stack.connect import jetty_security_jar
+        from devstack.connect import jetty_security_jar
 
         jetty_security_jar()
     except StackError as exc:
@@ -118,12 +118,12 @@ class DemoStack:
     def start(self) -> None:
         from cdcwatch.mixin import MixinConfig
         from cdcwatch.mixin.generate import rules_yaml
-        from cdcwatch.stack.connect import ConnectWorker
-        from cdcwatch.stack.debezium import postgres_connector_properties
-        from cdcwatch.stack.noida import NoidaKafka
-        from cdcwatch.stack.postgres import PostgresServer
-        from cdcwatch.stack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
-        from cdcwatch.stack.spark import ApplyJob
+        from devstack.connect import ConnectWorker
+        from devstack.debezium import postgres_connector_properties
+        from devstack.noida import NoidaKafka
+        from devstack.postgres import PostgresServer
+        from devstack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
+        from devstack.spark import ApplyJob
 
         base, steps = self.base, 8
         self.log(f"[1/{steps}] PostgreSQL source and target ...")
@@ -224,7 +224,7 @@ class _Serve:
     def start(self) -> None:
         import subprocess
 
-        from cdcwatch.stack.procs import wait_for
+        from devstack.procs import wait_for
 
         self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config)],
                                         stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
@@ -260,7 +260,7 @@ class _Stopping:
 
 def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
     """POST /inject/<scenario> and /recover/<scenario>: what `cdcwatch demo --scenario` asks for."""
-    from cdcwatch.stack.scenarios import SCENARIOS
+    from devstack.scenarios import SCENARIOS
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
@@ -296,7 +296,7 @@ def _write_state(stack: DemoStack) -> None:
 
 def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None) -> int:
     """Start the pipeline, show the live summary (or, headless, a status line every 30 s) until Ctrl-C."""
-    from cdcwatch.stack.summary import Summary
+    from devstack.summary import Summary
 
     problems = prerequisites(port)
     if problems:

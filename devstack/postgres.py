@@ -6,7 +6,7 @@ import glob
 import subprocess
 from pathlib import Path
 
-from cdcwatch.stack.procs import StackError, as_user, owned_dir, require_binary, run
+from devstack.procs import StackError, as_user, owned_dir, require_binary, run
 
 __all__ = ["PostgresServer"]
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from cdcwatch.stack.procs import StackError, free_port, port_open, require_binary, stop_group, wait_for
+from devstack.procs import StackError, free_port, port_open, require_binary, stop_group, wait_for
 
 __all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "Pushgateway", "WebhookReceiver"]
 

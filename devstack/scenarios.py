@@ -33,7 +33,7 @@ class Scenario:
 
 def _kill_connect(stack: Any) -> float:
     """kill -9 the worker a few seconds after an offset flush: the changes since are re-delivered."""
-    from cdcwatch.stack.procs import wait_for
+    from devstack.procs import wait_for
 
     offsets = stack.connect.dir / "offsets.dat"
     flushed = offsets.stat().st_mtime if offsets.exists() else 0.0
@@ -50,7 +50,7 @@ def _signal_apply(signum: int) -> Callable[[Any], None]:
 
 
 def _burst(stack: Any) -> None:
-    from cdcwatch.stack.demo import APPLY_RATE
+    from devstack.demo import APPLY_RATE
 
     stack.traffic.burst(APPLY_RATE * 40)
 
@@ -90,7 +90,7 @@ class ScenarioReport:
 def _alert_for(name: str) -> float:
     from cdcwatch.mixin import MixinConfig
     from cdcwatch.mixin.rules import ALERTS
-    from cdcwatch.stack.demo import DEMO_MIXIN
+    from devstack.demo import DEMO_MIXIN
 
     config = MixinConfig.model_validate(DEMO_MIXIN)
     text = next(a for a in ALERTS if a.name == name).for_(config)
@@ -143,7 +143,7 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     """Inject, wait for the alert, recover, wait for its resolution; raise RuntimeError when the demo is not there."""
     import urllib.error
 
-    from cdcwatch.stack.procs import wait_for
+    from devstack.procs import wait_for
 
     scenario = SCENARIOS[name]
     state = Path(state_dir).resolve() / "demo.json"

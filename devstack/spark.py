@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from cdcwatch.stack.procs import StackError, free_port, port_open, stop_group, wait_for
+from devstack.procs import StackError, free_port, port_open, stop_group, wait_for
 
 __all__ = ["ApplyJob"]
 

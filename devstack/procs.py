@@ -15,7 +15,11 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-__all__ = ["StackError", "as_user", "free_port", "owned_dir", "port_open", "rss_mib", "stop_group", "wait_for"]
+__all__ = ["ServerProcess", "StackError", "as_user", "free_port", "jvm_dir", "owned_dir", "port_open", "rss_mib",
+           "stop_group", "wait_for"]
+
+REPO = Path(__file__).resolve().parents[1]
+"""The repository root: scripts/setup.sh keeps what it installs under REPO/.cdcwatch."""
 
 
 class StackError(RuntimeError):
@@ -47,6 +51,8 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, interva
             result = condition()
             if result:
                 return result
+        except StackError:
+            raise  # the condition knows it will never hold (e.g. the process exited)
         except Exception as exc:  # the condition may fail while the thing starts
             last_error = exc
         time.sleep(interval)
@@ -130,3 +136,63 @@ def run(command: Sequence[str], what: str, timeout: float = 120, **kw: object) -
     if done.returncode != 0:
         raise StackError(f"{what} failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
     return done
+
+
+def jvm_dir(part: str) -> Path:
+    """The jars of one part of devstack/jvm/pom.xml, as scripts/setup.sh resolved them."""
+    path = Path(os.environ.get("CDCWATCH_JVM_DIR", REPO / ".cdcwatch" / "jvm")) / part
+    if not path.is_dir() or not any(path.iterdir()):
+        raise StackError(f"{path} is missing: run scripts/setup.sh (it resolves devstack/jvm/pom.xml with Maven)")
+    return path
+
+
+class ServerProcess:
+    """One server in its own process group: started, awaited until ready, paused, killed or stopped by PID."""
+
+    def __init__(self, name: str, log: Path) -> None:
+        self.name = name
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.alive else None  # type: ignore[union-attr]
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, command: Sequence[str], ready: Callable[[], object], timeout: float = 60,
+              env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        """Run `command` (output appended to the log) and wait until `ready()` is truthy."""
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, env=env,
+                                            cwd=cwd, start_new_session=True)
+
+        def started() -> object:
+            if self.process is not None and self.process.poll() is not None:
+                raise StackError(f"{self.name} exited with {self.process.returncode}; see {self.log}")
+            return ready()
+
+        try:
+            wait_for(started, timeout, f"{self.name} (log {self.log})")
+        except StackError:
+            self.stop(5)
+            raise
+
+    def signal(self, signum: int) -> None:
+        if self.alive:
+            os.killpg(self.process.pid, signum)  # type: ignore[union-attr]
+
+    def kill(self) -> None:
+        """kill -9 the whole group: no clean shutdown, as in a crash."""
+        if self.alive:
+            self.signal(signal.SIGKILL)
+            self.process.wait(30)  # type: ignore[union-attr]
+
+    def stop(self, timeout: float = 30) -> None:
+        """SIGCONT (a paused server cannot exit) and SIGTERM the group; SIGKILL it after `timeout`."""
+        if self.alive:
+            self.signal(signal.SIGCONT)
+        stop_group(self.process, timeout)
