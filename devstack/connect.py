@@ -39,6 +39,8 @@ class ConnectWorker:
         self.tls = tls
         self.users = users or {}
         self.group = group
+        self.plugins: tuple[str, ...] | None = None
+        """Plugin folders of `jvm/plugins` to offer (None: all); a connector whose plugin is left out fails."""
         self.server = ServerProcess("the Kafka Connect worker", state_dir / "worker.out")
 
     @property
@@ -71,7 +73,7 @@ class ConnectWorker:
                  "key.converter=org.apache.kafka.connect.json.JsonConverter",
                  "value.converter=org.apache.kafka.connect.json.JsonConverter",
                  "key.converter.schemas.enable=true", "value.converter.schemas.enable=true",
-                 f"offset.flush.interval.ms={self.offset_flush_ms}", f"plugin.path={jvm_dir('plugins')}",
+                 f"offset.flush.interval.ms={self.offset_flush_ms}", f"plugin.path={self._plugin_path()}",
                  "plugin.discovery=service_load", f"listeners={self.url}", "rest.advertised.host.name=127.0.0.1",
                  "rest.advertised.port=" + str(self.rest_port)]
         if self.tls:
@@ -82,6 +84,16 @@ class ConnectWorker:
         if self.users:
             lines.append(f"rest.extension.classes={_BASIC_AUTH}")
         return "\n".join(lines) + "\n"
+
+    def _plugin_path(self) -> Path:
+        if self.plugins is None:
+            return jvm_dir("plugins")
+        path = self.dir / ("plugins-" + "-".join(self.plugins or ("none",)))
+        path.mkdir(parents=True, exist_ok=True)
+        for name in self.plugins:
+            if not (path / name).exists():
+                (path / name).symlink_to(jvm_dir("plugins") / name)
+        return path
 
     def _security_flags(self) -> list[str]:
         if not self.users:

@@ -1,37 +1,61 @@
-"""The connect collector on a real Kafka Connect 4.3 worker (distributed, on noida-db) running the real
-Debezium PostgreSQL connector: RUNNING → PAUSED → RUNNING, a dropped replication slot → task FAILED
-with its exception class, and a connector whose class is missing when the worker starts → FAILED in
-REST although it has no MBeans at all. The worker's JMX and the Debezium beans share the `server` label.
+"""The connect collector on a real Kafka Connect worker (Apache Kafka 4 connect-runtime, distributed
+mode on the real broker) running the released Debezium PostgreSQL plugin from `plugin.path`, its REST
+API served over TLS behind Kafka's basic-auth extension.
+
+A connector's life: RUNNING → PAUSED → RUNNING, a dropped replication slot → task FAILED while running,
+a slot held by another client → task FAILED at start-up, and a connector whose plugin is missing when
+the worker starts → FAILED in REST although it has no MBeans at all. The worker's JMX and the Debezium
+beans share the `server` label.
 """
 
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
-from devstack.procs import wait_for
+from devstack.procs import stop_group, wait_for
+from devstack.tls import make_pki
 from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration
 
 SERVER = "connsrv"
 SLOT = "connect_slot"
+USER, PASSWORD = "monitor", "connect-secret-7"
 
 
 @pytest.fixture(scope="module")
-def worker(postgres, noida, stack_dir):
+def pki(stack_dir):
+    return make_pki(stack_dir / "connect-tls", ("connect",))
+
+
+@pytest.fixture(scope="module")
+def worker(postgres, kafka, stack_dir, pki):
     postgres.sql("DROP TABLE IF EXISTS connect_items; CREATE TABLE connect_items (id int PRIMARY KEY, v text);"
                  "INSERT INTO connect_items VALUES (1, 'a')")
-    process = ConnectWorker(stack_dir / "connect", noida.bootstrap)
+    process = ConnectWorker(stack_dir / "connect", kafka.bootstrap, tls=pki, users={USER: PASSWORD})
     process.start()
-    properties = postgres_connector_properties(stack_dir, postgres.port, SERVER, "public.connect_items", slot=SLOT)
-    for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
-        properties.pop(engine_only)
-    process.put("/connectors/inventory/config", {**properties, "tasks.max": "1",
+    process.put("/connectors/inventory/config", {**connector(postgres, stack_dir, SLOT, "public.connect_items"),
                                                  "retriable.restart.connector.wait.ms": "1000"})
     yield process
     process.stop()
+
+
+def connector(postgres, stack_dir, slot: str, tables: str, server: str = SERVER) -> dict[str, str]:
+    properties = postgres_connector_properties(stack_dir, postgres.port, server, tables, slot=slot)
+    for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
+        properties.pop(engine_only)
+    return {**properties, "tasks.max": "1"}
+
+
+def connect_config(worker, pki, password: str = PASSWORD, ca: str | None = None) -> str:
+    return (f"connect:\n  - name: worker\n    url: {worker.url}\n    timeout_seconds: 5\n"
+            f"    username: {USER}\n    password: {password}\n    ca_file: {ca or pki.ca}\n"
+            f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
+            f"targets:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
 
 
 def state(values, metric: str, **labels: str) -> str | None:
@@ -40,30 +64,41 @@ def state(values, metric: str, **labels: str) -> str | None:
     return states[0] if len(states) == 1 else None
 
 
-def test_states_from_rest_and_jmx_through_a_connector_life(worker, postgres, serve_factory) -> None:
-    serve = serve_factory(
-        f"connect:\n  - name: worker\n    url: {worker.url}\n    timeout_seconds: 5\n"
-        f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-        f"targets:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
+def first_exception_class(trace: str) -> str:
+    """The class on the first line of a Java trace, read by the test itself from Connect's REST answer."""
+    return trace.splitlines()[0].split(":")[0].strip()
+
+
+def test_states_from_rest_over_tls_and_jmx_through_a_connector_life(worker, pki, postgres, serve_factory) -> None:
+    serve = serve_factory(connect_config(worker, pki))
 
     def task_state() -> str | None:
         return state(serve.scrape(), "cdcwatch_connect_task_state", connector="inventory", task="0", server=SERVER)
 
     wait_for(lambda: task_state() == "RUNNING", 90, "the task to run")
+    wait_for(lambda: value(serve.scrape(), "cdcwatch_debezium_connected", server=SERVER) == 1, 60, "Debezium streaming")
     values = serve.scrape()
     assert value(values, "cdcwatch_up", collector="connect", target="worker") == 1
     assert state(values, "cdcwatch_connect_connector_state", connector="inventory", server=SERVER) == "RUNNING"
     assert value(values, "cdcwatch_connect_connector_info", connector="inventory", type="source",
                  **{"class": "io.debezium.connector.postgresql.PostgresConnector"}) == 1
-    assert value(values, "cdcwatch_connect_worker_info", version="4.3.0") == 1
+    assert value(values, "cdcwatch_connect_worker_info", version=worker.get("/")["version"]) == 1
     assert value(values, "cdcwatch_connect_connector_tasks_configured", connector="inventory") == 1
     assert value(values, "cdcwatch_connect_connector_tasks_running", connector="inventory") == 1
     # JMX: the worker's own beans, and the Debezium beans of the same connector under the same server label
     assert value(values, "cdcwatch_connect_worker_connectors", target="worker") == 1
     assert value(values, "cdcwatch_connect_jmx_task_status", connector="inventory", task="0", server=SERVER,
                  state="running") == 1
-    assert value(values, "cdcwatch_connect_source_records_polled_total", connector="inventory", task="0") is not None
-    wait_for(lambda: value(serve.scrape(), "cdcwatch_debezium_connected", server=SERVER) == 1, 60, "Debezium streaming")
+
+    # every change the connector streams is one record polled
+    polled = lambda: value(serve.scrape(), "cdcwatch_connect_source_records_polled_total",  # noqa: E731
+                           connector="inventory", task="0")
+    before = wait_for(lambda: (p := polled()) is not None and p >= 1 and p, 30, "the snapshot row to be polled")
+    postgres.sql("INSERT INTO connect_items SELECT g, 'b' FROM generate_series(2, 31) g;"
+                 "UPDATE connect_items SET v = 'c' WHERE id <= 5; DELETE FROM connect_items WHERE id = 31")
+    changed = 30 + 5 + 2  # a delete is two records: the delete event and its tombstone
+    wait_for(lambda: polled() >= before + changed, 60, f"{changed} more records polled")
+    assert polled() == before + changed
 
     worker.put("/connectors/inventory/pause")
     wait_for(lambda: task_state() == "PAUSED", 60, "the task to pause")
@@ -81,23 +116,72 @@ def test_states_from_rest_and_jmx_through_a_connector_life(worker, postgres, ser
     wait_for(drop_slot, 90, "the task to fail once its slot is gone", interval=1)
     values = serve.scrape()
     failures = [dict(labels) for (name, labels), v in values.items() if name == "cdcwatch_connect_task_failure_info"]
+    trace = worker.get("/connectors/inventory/status")["tasks"][0]["trace"]
     assert len(failures) == 1 and failures[0]["task"] == "0" and failures[0]["server"] == SERVER
-    assert "." in failures[0]["exception"] and " " not in failures[0]["exception"], failures[0]
+    assert failures[0]["exception"] == first_exception_class(trace) == "org.apache.kafka.connect.errors.ConnectException"
     assert value(values, "cdcwatch_connect_connector_tasks_running", connector="inventory") == 0
     promtool_check(serve.text())
 
 
-def test_a_connector_whose_class_is_missing_at_start_fails_without_mbeans(worker, serve_factory) -> None:
+def test_a_task_that_fails_at_start_up(worker, pki, postgres, stack_dir, serve_factory) -> None:
+    """The slot is held by another client (pg_recvlogical), so the task cannot start streaming."""
+    slot = "held_slot"
+    postgres.sql("DROP TABLE IF EXISTS held_items; CREATE TABLE held_items (id int PRIMARY KEY);"
+                 f"CREATE PUBLICATION {slot}_pub FOR TABLE held_items")
+    postgres.sql(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+    holder = subprocess.Popen(["pg_recvlogical", "-h", "127.0.0.1", "-p", str(postgres.port), "-U", "postgres",
+                               "-d", "postgres", "--slot", slot, "--start", "-o", "proto_version=1",
+                               "-o", f"publication_names={slot}_pub", "-f", "/dev/null"], start_new_session=True,
+                              stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: postgres.sql(f"SELECT active FROM pg_replication_slots WHERE slot_name = '{slot}'") == "t", 30,
+                 "pg_recvlogical to hold the slot")
+        worker.put("/connectors/held/config", {**connector(postgres, stack_dir, slot, "public.held_items", "heldsrv"),
+                                               "slot.max.retries": "1", "slot.retry.delay.ms": "500"})
+        serve = serve_factory(connect_config(worker, pki))
+        wait_for(lambda: state(serve.scrape(), "cdcwatch_connect_task_state", connector="held", task="0") == "FAILED",
+                 90, "the task to fail at start-up")
+        values = serve.scrape()
+        trace = worker.get("/connectors/held/status")["tasks"][0]["trace"]
+        failure = [dict(labels) for (name, labels), v in values.items()
+                   if name == "cdcwatch_connect_task_failure_info" and dict(labels)["connector"] == "held"]
+        assert [f["exception"] for f in failure] == [first_exception_class(trace)], trace.splitlines()[0]
+        assert failure[0]["server"] == "heldsrv"
+    finally:
+        worker.delete("/connectors/held")
+        stop_group(holder, 10)
+
+
+def test_rest_credentials_and_certificate_errors_are_up_0_with_a_clear_reason(worker, pki, stack_dir,
+                                                                              serve_factory) -> None:
+    wrong_password = serve_factory(connect_config(worker, pki, password="not-the-password"))
+    values = wrong_password.scrape()
+    assert value(values, "cdcwatch_up", collector="connect", target="worker") == 0
+    wait_for(lambda: "401" in wrong_password.log.read_text(), 10, "the log to name the refused credentials")
+    assert "not-the-password" not in wrong_password.log.read_text()
+
+    other_ca = make_pki(stack_dir / "untrusted-ca", (), ca_name="an untrusted CA")
+    untrusted = serve_factory(connect_config(worker, pki, ca=str(other_ca.ca)))
+    assert value(untrusted.scrape(), "cdcwatch_up", collector="connect", target="worker") == 0
+    wait_for(lambda: "CERTIFICATE_VERIFY_FAILED" in untrusted.log.read_text(), 10, "the log to name the certificate")
+
+
+def test_a_connector_whose_plugin_is_missing_at_start_fails_without_mbeans(worker, pki, serve_factory) -> None:
     worker.stop()
-    worker.start(exclude_jars=("debezium-connector-postgres",))
-    serve = serve_factory(
-        f"connect:\n  - name: worker\n    url: {worker.url}\n    timeout_seconds: 5\n"
-        f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-        f"targets:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
-    wait_for(lambda: state(serve.scrape(), "cdcwatch_connect_connector_state", connector="inventory") == "FAILED", 90,
-             "the connector to fail at startup")
-    values = serve.scrape()
-    failure = [dict(labels) for (name, labels), v in values.items() if name == "cdcwatch_connect_connector_failure_info"]
-    assert len(failure) == 1 and failure[0]["server"] == SERVER and "." in failure[0]["exception"]
-    assert value(values, "cdcwatch_debezium_mbeans", target="worker-jvm") == 0
-    assert value(values, "cdcwatch_connect_worker_connector_startup_failures_total", target="worker") >= 1
+    worker.plugins = ("debezium-connector-mysql",)
+    try:
+        worker.start()
+        serve = serve_factory(connect_config(worker, pki))
+        wait_for(lambda: state(serve.scrape(), "cdcwatch_connect_connector_state", connector="inventory") == "FAILED",
+                 90, "the connector to fail at startup")
+        values = serve.scrape()
+        trace = worker.get("/connectors/inventory/status")["connector"]["trace"]
+        failure = [dict(labels) for (name, labels), v in values.items() if name == "cdcwatch_connect_connector_failure_info"]
+        assert len(failure) == 1 and failure[0]["server"] == SERVER
+        assert failure[0]["exception"] == first_exception_class(trace)
+        assert value(values, "cdcwatch_debezium_mbeans", target="worker-jvm") == 0
+        assert value(values, "cdcwatch_connect_worker_connector_startup_failures_total", target="worker") >= 1
+    finally:
+        worker.stop()
+        worker.plugins = None
+        worker.start()
