@@ -67,10 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--metrics-address", default="127.0.0.1", help="address of the listener's /metrics")
     apply.add_argument("--metrics-port", type=int, default=10122, help="port of the listener's /metrics (0: none)")
     apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
-    apply.add_argument("--source", choices=["auto", "kafka", "cdcwatch_kafka"], default="auto",
-                       help="Spark's Kafka source (needs spark-sql-kafka) or cdcwatch's Python source; auto picks")
+    apply.add_argument("--jars", default="", help="comma-separated jars for Spark (spark-sql-kafka-0-10 and its "
+                       "dependencies), when Spark's classpath lacks them")
     apply.add_argument("--commit-group", help="also commit finished offsets under this Kafka consumer group, so lag "
-                       "monitors (cdcwatch's kafka collector, Burrow) see the job (cdcwatch_kafka source)")
+                       "monitors (cdcwatch's kafka collector, kafka-consumer-groups) see the job")
     apply.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
     apply.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
                        help="skip offsets gone from the broker and count them instead of failing")
@@ -176,9 +176,9 @@ def _docs(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from cdcwatch.spark.apply import ApplySettings, run_apply
-
     import re
+
+    from cdcwatch.spark.apply import KafkaSourceMissing
 
     from psycopg.conninfo import conninfo_to_dict
 
@@ -199,12 +199,28 @@ def _apply(args: argparse.Namespace) -> int:
             print(f"cdcwatch: --kafka-option {option!r}: expected KEY=VALUE", file=sys.stderr)
             return EXIT_CONFIG
         options[name] = value
+    jars = tuple(j for j in args.jars.split(",") if j)
+    missing = [jar for jar in jars if not Path(jar).is_file()]
+    if missing:
+        print(f"cdcwatch: --jars: no such file: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return _run_apply(args, options, jars)
+    except KafkaSourceMissing as exc:
+        print(f"cdcwatch: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+def _run_apply(args: argparse.Namespace, options: dict[str, str], jars: tuple[str, ...]) -> int:
+    from cdcwatch.spark.apply import ApplySettings, run_apply
+
     return run_apply(ApplySettings(
         bootstrap_servers=args.bootstrap_servers, subscribe_pattern=args.subscribe_pattern, target_dsn=args.target,
         checkpoint=args.checkpoint, master=args.master, query_name=args.query_name, target_schema=args.target_schema,
         trigger_seconds=args.trigger_seconds, metrics_address=args.metrics_address,
         metrics_port=args.metrics_port or None, pushgateway=args.pushgateway, fail_on_data_loss=args.fail_on_data_loss,
-        max_offsets_per_trigger=args.max_offsets_per_trigger, source=args.source, commit_group=args.commit_group, kafka_options=options,
+        max_offsets_per_trigger=args.max_offsets_per_trigger, jars=jars,
+        commit_group=args.commit_group, kafka_options=options,
         linger_after_failure_seconds=args.linger_after_failure))
 
 

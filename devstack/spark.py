@@ -9,9 +9,14 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from devstack.procs import StackError, free_port, port_open, stop_group, wait_for
+from devstack.procs import StackError, free_port, jvm_dir, port_open, stop_group, wait_for
 
-__all__ = ["ApplyJob"]
+__all__ = ["ApplyJob", "spark_kafka_jars"]
+
+
+def spark_kafka_jars() -> str:
+    """spark-sql-kafka and its dependencies, as resolved from devstack/jvm/pom.xml: Spark's `--jars` value."""
+    return ",".join(str(jar) for jar in sorted(jvm_dir("spark-kafka").glob("*.jar")))
 
 
 class ApplyJob:
@@ -25,7 +30,7 @@ class ApplyJob:
         self.command = [sys.executable, "-m", "cdcwatch.cli", "apply", "--bootstrap-servers", bootstrap,
                         "--subscribe-pattern", pattern, "--target", target_dsn, "--checkpoint", str(state_dir / "checkpoint"),
                         "--master", master, "--query-name", query_name, "--metrics-port", str(self.metrics_port),
-                        *extra_args]
+                        "--jars", spark_kafka_jars(), *extra_args]
         self.process: subprocess.Popen[bytes] | None = None
 
     @property

@@ -1,7 +1,7 @@
 """Debezium-format Kafka records → one row per event with what apply and monitoring need.
 
 `decode_events(df)` takes the columns of a Kafka source (`key`, `value`, `topic`, `partition`,
-`offset`; `lost_offsets` when the cdcwatch source reports a data-loss gap) and decodes every record
+`offset`) and decodes every record
 with `cdcwatch.events` inside the Python workers (Arrow batches). A malformed record becomes a row
 with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 """
@@ -20,7 +20,7 @@ EVENT_SCHEMA = StructType([
     StructField("topic", StringType()),
     StructField("partition", IntegerType()),
     StructField("offset", LongType()),
-    StructField("kind", StringType()),          # data, heartbeat, schema_change, transaction, tombstone, malformed, lost
+    StructField("kind", StringType()),          # data, heartbeat, schema_change, transaction, tombstone, malformed
     StructField("op", StringType()),            # c u d r t m
     StructField("server", StringType()),        # topic.prefix
     StructField("table_id", StringType()),
@@ -31,7 +31,6 @@ EVENT_SCHEMA = StructType([
     StructField("after", StringType()),         # JSON of the row after the change
     StructField("malformed", IntegerType()),
     StructField("error", StringType()),
-    StructField("lost_offsets", LongType()),
 ])
 
 _NAMES = [field.name for field in EVENT_SCHEMA.fields]
@@ -41,21 +40,18 @@ def _row(record: dict[str, Any]) -> tuple:
     from cdcwatch.events import EventDecodeError, decode
 
     topic, partition, offset = record["topic"], record["partition"], record["offset"]
-    lost = record.get("lost_offsets") or 0
-    if lost:
-        return (topic, partition, offset, "lost", None, None, None, None, None, None, None, None, 0, None, lost)
     try:
         event = decode(record["key"], record["value"], topic)
     except EventDecodeError as error:
         return (topic, partition, offset, "malformed", None, None, None, None, None, None, None, None, 1,
-                error.reason[:200], 0)
+                error.reason[:200])
     return (topic, partition, offset, event.kind.value, event.op.value if event.op else None, event.server,
             str(event.table) if event.table else None,
             json.dumps(event.key, separators=(",", ":"), default=str) if event.key is not None else None,
             event.position.sortable() if event.position else None, event.commit_time,
             None if event.emitted_time_ns is None else event.emitted_time_ns / 1e9,
             json.dumps(event.after, separators=(",", ":"), sort_keys=True) if event.after is not None else None,
-            0, None, 0)
+            0, None)
 
 
 def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
@@ -77,5 +73,4 @@ def decode_events(records: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     columns = [F.col(name) for name in ("key", "value", "topic", "partition", "offset")]
-    columns.append(F.col("lost_offsets") if "lost_offsets" in records.columns else F.lit(0).cast("long").alias("lost_offsets"))
     return records.select(*columns).mapInArrow(decode_batches, EVENT_SCHEMA)

@@ -21,7 +21,6 @@ def _observations() -> list[Column]:
         F.count(F.lit(1)).alias("events"),
         F.count(commit).alias("changes"),
         F.sum("malformed").alias("malformed"),
-        F.sum("lost_offsets").alias("lost_offsets"),
         F.min(commit).alias("oldest_commit"),
         F.max(commit).alias("newest_commit"),
         percentiles.getItem(0).alias("p01_commit"),
@@ -34,5 +33,5 @@ def _observations() -> list[Column]:
 
 def instrument(events: DataFrame) -> DataFrame:
     """`events` (from `decode_events`) observed for the cdcwatch listener: counts, commit-time spread,
-    malformed records, data-loss gaps and the newest heartbeat of every micro-batch."""
+    malformed records and the newest heartbeat of every micro-batch."""
     return events.observe(OBSERVATION, *_observations())

@@ -128,6 +128,7 @@ class SparkMetrics:
             if duration_ms is not None:
                 state.observe_duration(duration_ms / 1000)
             state.offsets_behind = _offsets_behind(progress.get("sources") or ())
+            state.lost_offsets += _offsets_skipped(progress.get("sources") or ())
             state.last_progress = now
             if observed:
                 self._observed(state, observed, now)
@@ -136,7 +137,6 @@ class SparkMetrics:
         state.events += int(observed.get("events") or 0)
         state.changes += int(observed.get("changes") or 0)
         state.malformed += int(observed.get("malformed") or 0)
-        state.lost_offsets += int(observed.get("lost_offsets") or 0)
         if observed.get("oldest_commit") is not None:
             state.apply_lag = {"max": now - observed["oldest_commit"], "99": now - observed["p01_commit"],
                                "50": now - observed["p50_commit"]}
@@ -264,6 +264,20 @@ def _offsets_behind(sources: Iterable[Mapping[str, Any]]) -> dict[str, float]:
             behind[topic] = behind.get(topic, 0.0) + float(sum(max(int(o) - int(done.get(p, 0)), 0)
                                                                 for p, o in partitions.items()))
     return behind
+
+
+def _offsets_skipped(sources: Iterable[Mapping[str, Any]]) -> int:
+    """Offsets a batch covered but did not read: with failOnDataLoss=false, records the broker deleted
+    before the query read them (compacted or transactional topics skip offsets too)."""
+    skipped = 0
+    for source in sources:
+        start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
+        if start is None or end is None or set(end) != set(start) or any(
+                set(partitions) != set(start[topic]) for topic, partitions in end.items()):
+            continue  # a first batch, or new topics/partitions: their start is not known here
+        covered = sum(int(o) - int(start[topic][p]) for topic, partitions in end.items() for p, o in partitions.items())
+        skipped += max(covered - int(source.get("numInputRows") or 0), 0)
+    return skipped
 
 
 def _offsets(value: Any) -> dict[str, dict[str, int]] | None:

@@ -1,7 +1,7 @@
 """The reference CDC apply job: Debezium topics in Kafka → Spark Structured Streaming → PostgreSQL.
 
-Reads the topics (Spark's Kafka source when spark-sql-kafka is on the classpath, else the cdcwatch
-Python source over confluent-kafka), decodes every record with the cdcwatch event model, and merges
+Reads the topics with Spark's own Kafka source (spark-sql-kafka, from `--jars` or the cluster's
+classpath), decodes every record with the cdcwatch event model, and merges
 each micro-batch into the target guarded by source position (`target.PostgresTarget`). The cdcwatch
 listener is attached: apply lag, freshness, duplicates, stale and malformed events on /metrics.
 """
@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ApplySettings", "build_query", "run_apply", "spark_session"]
+__all__ = ["ApplySettings", "KafkaSourceMissing", "build_query", "require_kafka_source", "run_apply", "spark_session"]
 
 log = logging.getLogger("cdcwatch.apply")
 
@@ -36,16 +36,17 @@ class ApplySettings:
     pushgateway: str | None = None
     fail_on_data_loss: bool = True
     max_offsets_per_trigger: int | None = None
-    source: str = "auto"  # auto | kafka | cdcwatch_kafka
+    jars: tuple[str, ...] = ()
+    """Jars for the driver and executors (spark-sql-kafka and its dependencies, when Spark lacks them)."""
     commit_group: str | None = None
-    """cdcwatch source only: also commit finished offsets under this consumer group (for lag monitoring)."""
+    """Also commit each finished batch's end offsets under this consumer group (for lag monitoring)."""
     linger_after_failure_seconds: float = 0.0
     """Keep serving /metrics this long after the query failed, so Prometheus records the failure."""
     kafka_options: dict[str, str] = field(default_factory=dict)
 
 
-def spark_session(master: str, app_name: str = "cdcwatch-apply") -> Any:
-    """A session on `master`; local runs bind to loopback and keep shuffles small."""
+def spark_session(master: str, app_name: str = "cdcwatch-apply", jars: tuple[str, ...] = ()) -> Any:
+    """A session on `master` with `jars`; local runs bind to loopback and keep shuffles small."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -55,18 +56,27 @@ def spark_session(master: str, app_name: str = "cdcwatch-apply") -> Any:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.streaming.metricsEnabled", "true"))
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     return builder.getOrCreate()
 
 
-def _source_format(spark: Any, wanted: str) -> str:
-    from cdcwatch.spark.kafka_source import SOURCE_NAME, builtin_kafka_available, register
+class KafkaSourceMissing(RuntimeError):
+    """Spark has no Kafka source: spark-sql-kafka is not on its classpath."""
 
-    if wanted == "kafka" or (wanted == "auto" and builtin_kafka_available(spark)):
-        return "kafka"
-    register(spark)
-    return SOURCE_NAME
+
+def require_kafka_source(spark: Any) -> None:
+    """Fail early, naming the fix, when `format("kafka")` would not load."""
+    try:
+        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider", True,
+                                           spark._jvm.Thread.currentThread().getContextClassLoader())
+    except Exception:
+        raise KafkaSourceMissing(
+            f"Spark's Kafka source is not on the classpath: pass --jars with spark-sql-kafka-0-10_2.13-{spark.version}.jar"
+            " and its dependencies (kafka-clients, spark-token-provider-kafka-0-10, commons-pool2), or run under"
+            f" spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version}") from None
 
 
 def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
@@ -76,18 +86,16 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
     from cdcwatch.spark.target import STAGED_COLUMNS, PostgresTarget
     from spark_listeners import decode_events, instrument
 
+    require_kafka_source(spark)
     target = PostgresTarget(settings.target_dsn, settings.target_schema)
     target.create()
-    source = _source_format(spark, settings.source)
-    reader = (spark.readStream.format(source)
+    reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", settings.bootstrap_servers)
               .option("subscribePattern", settings.subscribe_pattern)
               .option("startingOffsets", "earliest")
               .option("failOnDataLoss", str(settings.fail_on_data_loss).lower()))
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
-    if settings.commit_group and source != "kafka":
-        reader = reader.option("commitGroup", settings.commit_group)
     for name, value in settings.kafka_options.items():
         reader = reader.option(f"kafka.{name}", value)
     events = instrument(decode_events(reader.load()))
@@ -120,9 +128,14 @@ def run_apply(settings: ApplySettings) -> int:
     from spark_listeners import CdcMetricsListener
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise
-    spark = spark_session(settings.master)
+    spark = spark_session(settings.master, jars=settings.jars)
     spark.sparkContext.setLogLevel("WARN")
     listener = CdcMetricsListener.attach(spark, settings.metrics_port, settings.metrics_address, settings.pushgateway)
+    if settings.commit_group:
+        from cdcwatch.spark.commit import OffsetCommitter
+
+        spark.streams.addListener(OffsetCommitter(settings.bootstrap_servers, settings.commit_group,
+                                                  settings.query_name, settings.kafka_options))
     query = build_query(spark, settings, listener)
     log.info("query %s running on %s; metrics on http://%s:%s/metrics", settings.query_name, settings.master,
              settings.metrics_address, settings.metrics_port)
