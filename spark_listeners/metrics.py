@@ -22,10 +22,11 @@ __all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "QueryState", "SinkOut
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 QUERY_STATES = ("active", "terminated", "failed")
 
-EXCEPTION_CLASSES = ("DataLossError", "DatabaseError", "StreamingQueryException", "PythonException", "SparkException",
+EXCEPTION_CLASSES = ("KafkaIllegalStateException", "DatabaseError", "StreamingQueryException", "PythonException", "SparkException",
                      "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError", "IntegrityError",
                      "KafkaException", "TimeoutException", "IllegalStateException")
-"""Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError);
+"""Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError;
+Spark's Kafka source reports records lost before they were read as KafkaIllegalStateException);
 anything else reads `other`."""
 _CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Exception|Error))\b")
 _WRAPPERS = frozenset({"StreamingQueryException", "PythonException", "SparkException"})

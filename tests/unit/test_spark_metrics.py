@@ -83,7 +83,7 @@ def test_mixed_servers_read_mixed() -> None:
 @pytest.mark.parametrize("text, expected", [
     (None, "other"),
     ("org.apache.spark.sql.streaming.StreamingQueryException: ... psycopg.errors.UndefinedTable: relation", "DatabaseError"),
-    ("StreamingQueryException: PythonException: cdcwatch.spark.kafka_source.DataLossError: offsets gone", "DataLossError"),
+    ("StreamingQueryException: org.apache.spark.sql.kafka010.KafkaIllegalStateException: Some data may have been lost\nCaused by: org.apache.kafka.clients.consumer.OffsetOutOfRangeException: out of range", "KafkaIllegalStateException"),
     ("StreamingQueryException: org.apache.spark.SparkException: Job aborted", "SparkException"),
     ("java.lang.OutOfMemoryError: Java heap space", "OutOfMemoryError"),
     ("StreamingQueryException: SomethingNobodyKnowsError: user text with spaces", "StreamingQueryException"),
@@ -109,7 +109,7 @@ def test_failed_and_terminated_states() -> None:
 def test_exposition_passes_promtool() -> None:
     metrics = SparkMetrics(Clock(1000.0))
     metrics.progress("q", PROGRESS, OBSERVED)
-    metrics.terminated("q", "DataLossError")
+    metrics.terminated("q", "KafkaIllegalStateException")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(metrics)
     done = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(registry), capture_output=True)
