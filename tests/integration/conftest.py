@@ -102,8 +102,10 @@ def parse(text: str) -> dict[tuple[str, frozenset], float]:
 
 
 def promtool_check(text: str) -> None:
-    """`promtool check metrics` on an exposition; fails the test with promtool's complaints."""
-    done = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"], input=text,
+    """`promtool check metrics` on an exposition; fails the test with promtool's complaints, or without promtool."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is not on PATH (scripts/setup.sh installs it)"
+    done = subprocess.run([promtool, "check", "metrics"], input=text,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
