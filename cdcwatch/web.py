@@ -123,17 +123,20 @@ def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
     """
     import _ssl
 
-    libssl = ctypes.CDLL(_ssl.__file__)
-    libssl.SSL_CTX_get_verify_mode.argtypes = [ctypes.c_void_p]
-    libssl.SSL_CTX_get_verify_mode.restype = ctypes.c_int
-    libssl.SSL_CTX_set_verify.argtypes = [ctypes.c_void_p, ctypes.c_int, _VerifyCallback]
-    libssl.SSL_CTX_set_verify.restype = None
+    unavailable = ValueError("client_auth_type RequestClientCert or RequireAnyClientCert: this Python's ssl module "
+                             "cannot be made to accept unverified client certificates")
+    try:  # OpenSSL's functions as _ssl links them (absent where it is linked statically)
+        libssl = ctypes.CDLL(_ssl.__file__)
+        get_mode, set_verify = libssl.SSL_CTX_get_verify_mode, libssl.SSL_CTX_set_verify
+    except (OSError, AttributeError):
+        raise unavailable from None
+    get_mode.argtypes, get_mode.restype = [ctypes.c_void_p], ctypes.c_int
+    set_verify.argtypes, set_verify.restype = [ctypes.c_void_p, ctypes.c_int, _VerifyCallback], None
     ssl_ctx = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
     mode = {ssl.CERT_OPTIONAL: 0x01, ssl.CERT_REQUIRED: 0x03}[context.verify_mode]  # SSL_VERIFY_PEER, + FAIL_IF_NO_PEER_CERT
-    if not ssl_ctx or libssl.SSL_CTX_get_verify_mode(ssl_ctx) != mode:
-        raise ValueError("client_auth_type RequestClientCert or RequireAnyClientCert: this Python's ssl module "
-                         "cannot be made to accept unverified client certificates")
-    libssl.SSL_CTX_set_verify(ssl_ctx, mode, _ACCEPT_ANY)
+    if not ssl_ctx or get_mode(ssl_ctx) != mode:
+        raise unavailable
+    set_verify(ssl_ctx, mode, _ACCEPT_ANY)
 
 
 def require_basic_auth(app: Callable[..., Iterable[bytes]], users: dict[str, str]) -> Callable[..., Iterable[bytes]]:
