@@ -18,10 +18,18 @@ import time
 import urllib.request
 from pathlib import Path
 
+<<<<<<< HEAD
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.postgres import PostgresServer
 from devstack.procs import free_port, port_open, rss_mib, wait_for
+=======
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+>>>>>>> issue-19
 
+from devstack.debezium import DebeziumProcess, postgres_connector_properties  # noqa: E402
+from devstack.postgres import PostgresServer  # noqa: E402
+from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
+from tests.integration.conftest import parse, value  # noqa: E402
 
 
 def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -35,7 +43,7 @@ def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[b
     return process, port
 
 
-def scrape_times(port: int, count: int) -> list[float]:
+def scrape_times(port: int, backend: str, count: int) -> list[float]:
     url = f"http://127.0.0.1:{port}/metrics"
     urllib.request.urlopen(url, timeout=60).read()  # warm-up: connect / first JVM start
     times = []
@@ -43,7 +51,9 @@ def scrape_times(port: int, count: int) -> list[float]:
         started = time.perf_counter()
         body = urllib.request.urlopen(url, timeout=60).read()
         times.append(time.perf_counter() - started)
-        assert b'cdcwatch_up{collector="debezium"' in body and b"} 1.0" in body
+        up = value(parse(body.decode()), "cdcwatch_up", collector="debezium", target=backend)
+        if up != 1:
+            raise RuntimeError(f"{backend}: cdcwatch_up is {up}, not 1: the timed scrape did not reach the connector")
     return times
 
 
@@ -68,7 +78,7 @@ def main() -> None:
             if backend == "jpype":  # both beans present and streaming before timing
                 wait_for(lambda: b"cdcwatch_debezium_connected" in urllib.request.urlopen(
                     f"http://127.0.0.1:{port}/metrics", timeout=30).read(), 60, "streaming bean")
-            times = scrape_times(port, args.scrapes)
+            times = scrape_times(port, backend, args.scrapes)
             results[backend] = (statistics.median(times), statistics.quantiles(times, n=20)[18], rss_mib(process.pid))
         print(f"{'backend':10} {'p50 ms':>8} {'p95 ms':>8} {'RSS MiB':>8}   ({args.scrapes} scrapes of /metrics each)")
         for backend, (p50, p95, rss) in results.items():

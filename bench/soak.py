@@ -3,7 +3,13 @@ descriptors must not grow. Not part of CI (30 minutes by default).
 
 Targets: a real PostgreSQL (stopped and started every --flap seconds), a real Kafka-protocol broker
 (noida-db, also flapping, out of phase) and a JMX port that answers garbage. The exporter's RSS and
-fd count are printed every 5 minutes and compared at the end (after a 2-minute warm-up).
+fd count are printed every 5 minutes and compared at the end with their values after a 2-minute
+warm-up. Bounds (each printed PASS or FAIL; any FAIL exits 1):
+
+- RSS grows by at most --max-rss-growth MiB (default 10) after the warm-up;
+- open file descriptors grow by at most --max-fd-growth (default 4: sockets of targets up at the end
+  but down at the warm-up's measurement);
+- no scrape of /metrics fails (flapping targets read `cdcwatch_up 0`, the scrape itself succeeds).
 
     .venv/bin/python bench/soak.py [--minutes 30] [--flap 20]
 """
@@ -50,10 +56,28 @@ def garbage_server() -> int:
     return sock.getsockname()[1]
 
 
-def main() -> None:
+def verdict(args: argparse.Namespace, baseline: tuple[float, int] | None, final: tuple[float, int],
+            scrapes: int, errors: int) -> bool:
+    """Print one PASS/FAIL line per bound; True if all pass."""
+    if baseline is None:
+        print("FAIL no measurement after the warm-up: run longer")
+        return False
+    checks = [(final[0] - baseline[0] <= args.max_rss_growth,
+               f"RSS {baseline[0]:.1f} -> {final[0]:.1f} MiB, growth at most {args.max_rss_growth:g} MiB"),
+              (final[1] - baseline[1] <= args.max_fd_growth,
+               f"open files {baseline[1]} -> {final[1]}, growth at most {args.max_fd_growth}"),
+              (errors == 0, f"{errors} of {scrapes} scrapes failed, none may")]
+    for passed, text in checks:
+        print(("PASS " if passed else "FAIL ") + text)
+    return all(passed for passed, _ in checks)
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--flap", type=float, default=20, help="seconds between stops/starts of each flapping target")
+    parser.add_argument("--max-rss-growth", type=float, default=10, help="MiB the RSS may grow after the warm-up")
+    parser.add_argument("--max-fd-growth", type=int, default=4, help="open files that may be added after the warm-up")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="cdcwatch-soak-"))
@@ -109,17 +133,15 @@ def main() -> None:
                       f"scrapes {scrapes}  errors {errors}", flush=True)
                 next_report += 300
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
-        final = (rss_mib(serve.pid), fds(serve.pid))
-        if baseline:
-            print(f"after warm-up: RSS {baseline[0]:.1f} -> {final[0]:.1f} MiB ({final[0] / baseline[0]:.2f}x), "
-                  f"fds {baseline[1]} -> {final[1]}; {scrapes} scrapes, {errors} failed")
+        passed = verdict(args, baseline, (rss_mib(serve.pid), fds(serve.pid)), scrapes, errors)
     finally:
         stop.set()
         serve.terminate()
         serve.wait(30)
         broker.stop()
         pg.stop()
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Sequence
 
 from cdcwatch import __version__
-from cdcwatch.config import DEFAULT_PORT, Config, ConfigError, load_config
+from cdcwatch.config import (
+    DEFAULT_PORT,
+    WATCH_INTERVAL_SECONDS,
+    Config,
+    ConfigError,
+    load_config,
+)
 
 __all__ = ["main"]
 
@@ -47,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="override listen.port from the config")
     serve.add_argument("--web.config.file", dest="web_config_file",
                        help="TLS and basic auth for /metrics (exporter-toolkit web config format)")
+    serve.add_argument("--config-watch-interval", type=float, default=WATCH_INTERVAL_SECONDS, metavar="SECONDS",
+                       help=f"check the config file for changes this often (default {WATCH_INTERVAL_SECONDS:g}); "
+                       "0: reload on SIGHUP only")
 
     check = commands.add_parser("check", help="scrape every target once; exit 0 all up, 1 any down, 2 bad config")
     check.add_argument("--config", "-c", required=True, help="YAML configuration file")
@@ -111,6 +120,9 @@ def _serve(args: argparse.Namespace) -> int:
     from cdcwatch.exporter import Exporter
     from cdcwatch.server import make_http_server
 
+    if args.config_watch_interval < 0:
+        print("cdcwatch: --config-watch-interval must be 0 (off) or a positive number of seconds", file=sys.stderr)
+        return EXIT_CONFIG
     config = _load(args.config)
     address = args.listen_address or config.listen.address
     port = args.port or config.listen.port
@@ -143,9 +155,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     reloader = ConfigReloader(args.config, exporter, config)
     signal.signal(signal.SIGHUP, lambda *_: threading.Thread(target=reloader.reload, daemon=True).start())
-    threading.Thread(target=reloader.watch, args=(stop,), name="cdcwatch-config-watch", daemon=True).start()
+    if args.config_watch_interval:
+        threading.Thread(target=reloader.watch, args=(stop, args.config_watch_interval), name="cdcwatch-config-watch",
+                         daemon=True).start()
     host = f"[{address}]" if ":" in address else address
-    logging.info("cdcwatch %s serving http://%s:%d/metrics (reload: SIGHUP or edit %s)", __version__, host, port, args.config)
+    logging.info("cdcwatch %s serving http://%s:%d/metrics (reload: SIGHUP%s)", __version__, host, port,
+                 f" or edit {args.config}" if args.config_watch_interval else "")
     try:
         server.serve_forever(poll_interval=0.5)
     finally:

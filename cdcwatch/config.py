@@ -26,6 +26,7 @@ from pydantic import (
 __all__ = [
     "DEFAULT_PORT",
     "RESERVED_LABELS",
+    "WATCH_INTERVAL_SECONDS",
     "Config",
     "ConfigError",
     "ConnectWorkerConfig",
@@ -42,6 +43,9 @@ __all__ = [
 
 DEFAULT_PORT = 10121
 """Default port of `/metrics`; see README "Port" for why this number."""
+
+WATCH_INTERVAL_SECONDS = 2.0
+"""How often `serve` checks its config file for changes (`--config-watch-interval`)."""
 
 RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",

@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from cdcwatch.config import Config, ConfigError, load_config
+from cdcwatch.config import WATCH_INTERVAL_SECONDS, Config, ConfigError, load_config
 from cdcwatch.exporter import Exporter, build_collectors
 
 __all__ = ["ConfigReloader"]
@@ -54,8 +54,14 @@ class ConfigReloader:
             log.info("configuration reloaded from %s: %d collector(s)", self.path, len(collectors))
             return True
 
-    def watch(self, stop: threading.Event, interval: float = 2.0) -> None:
-        """Reload whenever the file's content changes, until `stop` is set."""
+    def watch(self, stop: threading.Event, interval: float = WATCH_INTERVAL_SECONDS) -> None:
+        """Reload whenever the file's content changes, until `stop` is set. A file that cannot be read (deleted,
+        or between an editor's delete and write) changes nothing: it is logged once and waited out."""
+        readable = True
         while not stop.wait(interval):
-            if self._file_digest() not in (self._digest, None):
+            digest = self._file_digest()
+            if digest is None and readable:
+                log.warning("configuration file %s cannot be read; the running configuration stays", self.path)
+            readable = digest is not None
+            if digest not in (self._digest, None):
                 self.reload()

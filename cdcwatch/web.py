@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ctypes
 import hashlib
 import ssl
 import threading
@@ -22,7 +23,14 @@ from typing import Any, Callable, Iterable, Literal
 
 import bcrypt
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 __all__ = ["TlsServerConfig", "WebConfig", "load_web_config", "require_basic_auth", "server_ssl_context"]
 
@@ -40,6 +48,12 @@ class TlsServerConfig(_Strict):
     client_ca_file: str | None = None
     client_auth_type: ClientAuth = "NoClientCert"
     min_version: Literal["TLS12", "TLS13"] = "TLS12"
+
+    @model_validator(mode="after")
+    def _client_ca_needs_client_auth(self) -> TlsServerConfig:
+        if self.client_ca_file and self.client_auth_type == "NoClientCert":  # exporter-toolkit refuses it too
+            raise ValueError("client_ca_file is set but client_auth_type is NoClientCert")
+        return self
 
 
 class WebConfig(_Strict):
@@ -70,11 +84,18 @@ def load_web_config(path: str | Path) -> WebConfig:
             server_ssl_context(web.tls_server_config, Path(path).parent)
         except (OSError, ssl.SSLError) as exc:
             raise ValueError(f"web config {path}: TLS files do not load: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"web config {path}: {exc}") from None
     return web
 
 
 def server_ssl_context(tls: TlsServerConfig, base: Path) -> ssl.SSLContext:
-    """A server context; relative file names are read next to the web config file."""
+    """A server context; relative file names are read next to the web config file.
+
+    client_auth_type means what it means in exporter-toolkit (Go's crypto/tls): RequestClientCert and
+    RequireAnyClientCert ask for a client certificate (the latter insists on one) but never verify it;
+    VerifyClientCertIfGiven and RequireAndVerifyClientCert verify it against client_ca_file.
+    """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_3 if tls.min_version == "TLS13" else ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(base / tls.cert_file, base / tls.key_file)
@@ -83,7 +104,39 @@ def server_ssl_context(tls: TlsServerConfig, base: Path) -> ssl.SSLContext:
     context.verify_mode = {"RequireAndVerifyClientCert": ssl.CERT_REQUIRED, "RequireAnyClientCert": ssl.CERT_REQUIRED,
                            "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
                            "RequestClientCert": ssl.CERT_OPTIONAL}.get(tls.client_auth_type, ssl.CERT_NONE)
+    if tls.client_auth_type in ("RequestClientCert", "RequireAnyClientCert"):
+        _accept_unverified_client_certificates(context)
     return context
+
+
+_VerifyCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+_ACCEPT_ANY = _VerifyCallback(lambda preverify_ok, store: 1)
+
+
+def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
+    """Keep the context's request for a client certificate but accept any certificate sent.
+
+    Python's ssl module verifies every peer certificate it asks for; OpenSSL's verify callback, set on
+    the context's SSL_CTX (the first field after the object header), is the only way to ask without
+    verifying. The verify mode read back through OpenSSL must match the one Python set, or the pointer
+    is not the SSL_CTX and nothing is written.
+    """
+    import _ssl
+
+    unavailable = ValueError("client_auth_type RequestClientCert or RequireAnyClientCert: this Python's ssl module "
+                             "cannot be made to accept unverified client certificates")
+    try:  # OpenSSL's functions as _ssl links them (absent where it is linked statically)
+        libssl = ctypes.CDLL(_ssl.__file__)
+        get_mode, set_verify = libssl.SSL_CTX_get_verify_mode, libssl.SSL_CTX_set_verify
+    except (OSError, AttributeError):
+        raise unavailable from None
+    get_mode.argtypes, get_mode.restype = [ctypes.c_void_p], ctypes.c_int
+    set_verify.argtypes, set_verify.restype = [ctypes.c_void_p, ctypes.c_int, _VerifyCallback], None
+    ssl_ctx = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
+    mode = {ssl.CERT_OPTIONAL: 0x01, ssl.CERT_REQUIRED: 0x03}[context.verify_mode]  # SSL_VERIFY_PEER, + FAIL_IF_NO_PEER_CERT
+    if not ssl_ctx or get_mode(ssl_ctx) != mode:
+        raise unavailable
+    set_verify(ssl_ctx, mode, _ACCEPT_ANY)
 
 
 def require_basic_auth(app: Callable[..., Iterable[bytes]], users: dict[str, str]) -> Callable[..., Iterable[bytes]]:

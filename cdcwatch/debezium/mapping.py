@@ -10,6 +10,7 @@ sentinels give no sample; free-text attributes are never exported (not even as l
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -241,16 +242,15 @@ def requested_attributes() -> tuple[str, ...]:
 
 
 def _number(value: JmxValue) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
+    """A finite number (a Java double may be NaN or infinite: no value to export)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None
 
 
 def _numeric_text(value: JmxValue) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    if isinstance(value, (int, float)):
+        return _number(value)
     if isinstance(value, str) and value.strip().isdigit():
         return float(int(value.strip()))
     return None

@@ -60,12 +60,13 @@ def mariadb(stack_dir: Path) -> Iterator[MariaDbServer]:
 class Serve:
     """A running `cdcwatch serve` process and a way to scrape it."""
 
-    def __init__(self, config_text: str, workdir: Path) -> None:
+    def __init__(self, config_text: str, workdir: Path, *args: str) -> None:
         self.port = free_port()
         self.config = workdir / f"cdcwatch-{self.port}.yml"
-        self.config.write_text(f"listen:\n  address: 127.0.0.1\n  port: {self.port}\n" + config_text, encoding="utf-8")
+        self.listen = f"listen:\n  address: 127.0.0.1\n  port: {self.port}\n"  # the file's head; config_text follows
+        self.config.write_text(self.listen + config_text, encoding="utf-8")
         self.log = workdir / f"cdcwatch-{self.port}.log"
-        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config)],
+        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config), *args],
                                         stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
         wait_for(lambda: port_open(self.port), 30, f"cdcwatch serve on {self.port} (log {self.log})")
 
@@ -92,8 +93,10 @@ def parse(text: str) -> dict[tuple[str, frozenset], float]:
 
 
 def promtool_check(text: str) -> None:
-    """`promtool check metrics` on an exposition; fails the test with promtool's complaints."""
-    done = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"], input=text,
+    """`promtool check metrics` on an exposition; fails the test with promtool's complaints, or without promtool."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is not on PATH (scripts/setup.sh installs it)"
+    done = subprocess.run([promtool, "check", "metrics"], input=text,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -109,8 +112,8 @@ def value(values: dict, name: str, **labels: str) -> float | None:
 def serve_factory(stack_dir: Path) -> Iterator:
     started: list[Serve] = []
 
-    def make(config_text: str) -> Serve:
-        serve = Serve(config_text, stack_dir)
+    def make(config_text: str, *args: str) -> Serve:
+        serve = Serve(config_text, stack_dir, *args)
         started.append(serve)
         return serve
 

@@ -10,7 +10,12 @@ import urllib.request
 import pytest
 
 from cdcwatch import __version__
+<<<<<<< HEAD
 from devstack.procs import free_port, port_open
+=======
+from devstack.procs import free_port, port_open
+from tests.integration.conftest import value
+>>>>>>> issue-19
 
 CLI = [sys.executable, "-m", "cdcwatch.cli"]
 
@@ -59,6 +64,23 @@ def test_serve_landing_page_metrics_and_404(serve_factory):
     with pytest.raises(urllib.error.HTTPError) as raised:
         urllib.request.urlopen(base + "/other", timeout=10)
     assert raised.value.code == 404
+
+
+def test_serve_reads_the_series_limit_from_the_config_file(postgres, serve_factory):
+    source = (f"postgres:\n  - name: main\n    host: 127.0.0.1\n    port: {postgres.port}\n"
+              "    slots: {allow: [limits_cap]}\n")
+    postgres.sql("SELECT pg_create_physical_replication_slot('limits_cap')")
+    try:
+        unlimited, capped = serve_factory(source).scrape(), serve_factory("limits: {max_series_per_target: 3}\n" + source).scrape()
+    finally:
+        postgres.sql("SELECT pg_drop_replication_slot('limits_cap')")
+
+    def exported(values):
+        return sum(1 for name, _ in values if name.startswith("cdcwatch_postgres_"))
+
+    assert exported(unlimited) > 3 and value(unlimited, "cdcwatch_series_dropped_total", target="main") == 0
+    assert exported(capped) == 3
+    assert value(capped, "cdcwatch_series_dropped_total", target="main") == exported(unlimited) - 3
 
 
 @pytest.mark.parametrize("argument, value, message", [

@@ -28,15 +28,31 @@ def openssl(*args: str) -> None:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory) -> Path:
+    """The test CA with a server and a client certificate, and a client certificate from a CA the server does not trust."""
     d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "ca.key"), "-out", str(d / "ca.crt"),
-            "-days", "1", "-subj", "/CN=cdcwatch test CA")
-    for name, extra in (("server", ["-addext", "subjectAltName=IP:127.0.0.1"]), ("client", [])):
+    for ca in ("ca", "rogue-ca"):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / f"{ca}.key"), "-out", str(d / f"{ca}.crt"),
+                "-days", "1", "-subj", f"/CN=cdcwatch test {ca}")
+    for name, ca, extra in (("server", "ca", ["-addext", "subjectAltName=IP:127.0.0.1"]), ("client", "ca", []),
+                            ("rogue", "rogue-ca", [])):
         openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"),
                 "-subj", f"/CN={name}", *extra)
-        openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"),
+        openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / f"{ca}.crt"), "-CAkey", str(d / f"{ca}.key"),
                 "-CAcreateserial", "-out", str(d / f"{name}.crt"), "-days", "1", "-copy_extensions", "copy")
     return d
+
+
+def client(pki: Path, cert: str | None) -> ssl.SSLContext:
+    """A client trusting the test CA, presenting `cert` (client, rogue) or no certificate."""
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    if cert:
+        context.load_cert_chain(str(pki / f"{cert}.crt"), str(pki / f"{cert}.key"))
+    return context
+
+
+def tls(pki: Path, client_auth_type: str, client_ca: bool = True) -> str:
+    return (f"tls_server_config:\n  cert_file: {pki / 'server.crt'}\n  key_file: {pki / 'server.key'}\n"
+            + (f"  client_ca_file: {pki / 'ca.crt'}\n" if client_ca else "") + f"  client_auth_type: {client_auth_type}\n")
 
 
 def serve(tmp_path: Path, postgres, web: str) -> tuple[subprocess.Popen[bytes], int, Path]:
@@ -66,19 +82,17 @@ def get(port: int, context: ssl.SSLContext | None, password: str | None) -> int:
 
 def test_tls_client_ca_and_basic_auth(pki: Path, postgres, tmp_path: Path) -> None:
     hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
-    process, port, _ = serve(tmp_path, postgres, (
-        f"tls_server_config:\n  cert_file: {pki / 'server.crt'}\n  key_file: {pki / 'server.key'}\n"
-        f"  client_ca_file: {pki / 'ca.crt'}\n  client_auth_type: RequireAndVerifyClientCert\n"
-        f"basic_auth_users:\n  prometheus: '{hashed}'\n"))
+    process, port, _ = serve(tmp_path, postgres, tls(pki, "RequireAndVerifyClientCert")
+                             + f"basic_auth_users:\n  prometheus: '{hashed}'\n")
     try:
-        trusted = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-        with_cert = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-        with_cert.load_cert_chain(str(pki / "client.crt"), str(pki / "client.key"))
+        with_cert = client(pki, "client")
         assert get(port, with_cert, PASSWORD) == 200
         assert get(port, with_cert, None) == 401
         assert get(port, with_cert, "wrong") == 401
         with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-            get(port, trusted, PASSWORD)  # no client certificate
+            get(port, client(pki, None), PASSWORD)  # no client certificate
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            get(port, client(pki, "rogue"), PASSWORD)  # a certificate from a CA the server does not trust
         with pytest.raises((http.client.HTTPException, ConnectionError, OSError)):
             get(port, None, PASSWORD)  # plain HTTP to the TLS port
         assert get(port, with_cert, PASSWORD) == 200  # still serving after the failed handshakes
@@ -87,10 +101,55 @@ def test_tls_client_ca_and_basic_auth(pki: Path, postgres, tmp_path: Path) -> No
         process.wait(30)
 
 
-def test_a_bad_web_config_exits_before_serving(postgres, tmp_path: Path) -> None:
-    (tmp_path / "web.yml").write_text("basic_auth_users:\n  prometheus: plaintext-password\n", encoding="utf-8")
+def served(port: int, context: ssl.SSLContext) -> bool:
+    try:
+        return get(port, context, None) == 200
+    except (ssl.SSLError, ConnectionError, OSError):
+        return False
+
+
+# Go's crypto/tls, which exporter-toolkit's client_auth_type names: (no certificate, one from the CA, one from another CA)
+CLIENT_AUTH = {
+    "NoClientCert": (True, True, True),
+    "RequestClientCert": (True, True, True),  # asked for, never verified
+    "RequireAnyClientCert": (False, True, True),  # required, never verified
+    "VerifyClientCertIfGiven": (True, True, False),
+    "RequireAndVerifyClientCert": (False, True, False),
+}
+
+
+@pytest.mark.parametrize("client_auth_type", CLIENT_AUTH)
+def test_client_auth_types_mean_what_they_mean_in_exporter_toolkit(pki: Path, postgres, tmp_path: Path,
+                                                                   client_auth_type: str) -> None:
+    process, port, _ = serve(tmp_path, postgres, tls(pki, client_auth_type, client_ca=client_auth_type != "NoClientCert"))
+    try:
+        assert tuple(served(port, client(pki, cert)) for cert in (None, "client", "rogue")) == CLIENT_AUTH[client_auth_type]
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def test_basic_auth_without_tls(postgres, tmp_path: Path) -> None:
+    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
+    process, port, _ = serve(tmp_path, postgres, f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    try:
+        assert get(port, None, None) == 401
+        assert get(port, None, "wrong") == 401
+        assert get(port, None, PASSWORD) == 200
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.parametrize("web, complaint", [
+    ("basic_auth_users:\n  prometheus: plaintext-password\n", "is not a bcrypt hash"),
+    ("tls_server_config: {{cert_file: {pki}/server.crt, key_file: {pki}/server.key, client_ca_file: {pki}/ca.crt}}\n",
+     "client_ca_file is set but client_auth_type is NoClientCert"),  # exporter-toolkit refuses it too
+])
+def test_a_bad_web_config_exits_before_serving(pki: Path, postgres, tmp_path: Path, web: str, complaint: str) -> None:
+    (tmp_path / "web.yml").write_text(web.format(pki=pki), encoding="utf-8")
     (tmp_path / "cdcwatch.yml").write_text(f"postgres:\n  - name: main\n    port: {postgres.port}\n", encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(tmp_path / "cdcwatch.yml"),
                            "--web.config.file", str(tmp_path / "web.yml")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert "is not a bcrypt hash" in done.stderr and "plaintext-password" not in done.stderr
+    assert complaint in done.stderr and "plaintext-password" not in done.stderr

@@ -13,7 +13,7 @@ trees = st.recursive(scalars, lambda children: st.one_of(st.lists(children, max_
                                                          st.dictionaries(keys, children, max_size=5)), max_leaves=25)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(trees)
 def test_generated_yaml_gives_config_or_config_error(tree):
     try:
@@ -22,7 +22,7 @@ def test_generated_yaml_gives_config_or_config_error(tree):
         assert exc.problems and all(isinstance(p, str) and p for p in exc.problems)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.text(max_size=200))
 def test_arbitrary_text_gives_config_or_config_error(text):
     try:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdcwatch.events import TSO_LOGICAL_BITS, EventDecodeError, Position, SourceSystem, decode
+from cdcwatch.events import EventDecodeError, Position, SourceSystem, decode
 
 
 def event(connector: str | None, **source: Any) -> str:
@@ -73,12 +73,18 @@ def test_postgres_interleaved_transactions_order_by_commit() -> None:
 
 
 def test_ticdc_orders_by_tso_and_reads_its_commit_time() -> None:
-    physical_ms = 1_704_067_200_123
-    tso = (physical_ms << TSO_LOGICAL_BITS) + 7
+    # TiDB's TSO document (docs.pingcap.com/tidb/stable/tso) takes TSO 443852055297916932 apart: its first 46 bits
+    # are the physical time (TIDB_PARSE_TSO: 2023-08-27 20:33:41.687 in the session's zone, 18:33:41.687 UTC),
+    # its last 18 bits the logical counter 4.
+    tso = 443852055297916932
+    physical_ms = int("0000011000101000111000010001011110111000110111", 2)
     decoded = decode(None, event("TiCDC", commit_ts=tso, ts_ms=0, file="", pos=0, row=0))
     assert decoded.commit_time_ns == physical_ms * 1_000_000
     assert decoded.position == Position(SourceSystem.TICDC, (tso,))
-    assert position("TiCDC", commit_ts=tso) < position("TiCDC", commit_ts=tso + 1)
+    # logical counters 4 and 5 of one millisecond, then counter 0 of the next one
+    next_ms = int("0000011000101000111000010001011110111000111000" + "0" * 18, 2)
+    assert position("TiCDC", commit_ts=tso) < position("TiCDC", commit_ts=tso + 1) < position("TiCDC", commit_ts=next_ms)
+    assert decode(None, event("TiCDC", commit_ts=next_ms)).commit_time_ns == (physical_ms + 1) * 1_000_000
 
 
 def test_positions_of_different_systems_do_not_compare() -> None:

@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdcwatch.events import ChangeEvent, EventDecodeError, decode
@@ -62,7 +62,7 @@ def test_arbitrary_json(key: Any, value: Any, envelope: bool) -> None:
     decodes_or_rejects(json.dumps(key), json.dumps(value))
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600)
 @given(st.sampled_from(PAYLOADS), st.sampled_from(PAYLOAD_FIELDS), st.sampled_from(SOURCE_FIELDS), JSON, JSON,
        st.sampled_from(CONNECTORS), st.one_of(st.none(), st.text(max_size=30)))
 def test_real_events_with_one_field_replaced(payload: dict[str, Any], payload_field: str, source_field: str,

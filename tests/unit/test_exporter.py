@@ -69,21 +69,25 @@ def test_failing_target_is_up_0_and_counted_while_others_are_served():
 
 def test_hung_target_returns_within_deadline_and_is_not_started_twice():
     """A second scrape joins the hung collection under its own deadline instead of starting another."""
-    release = threading.Event()
-    hung = FakeCollector("hung", lambda: release.wait(30) and ok())
-    exporter = Exporter([ScheduledCollector(hung, 0.3), ScheduledCollector(FakeCollector("good", ok), 0.3)])
-    started = time.monotonic()
-    results = {r.target: r for r in exporter.scrape()}
-    assert time.monotonic() - started < 1.0
-    assert not results["hung"].up and "no answer within 0.3s" in results["hung"].error
-    assert results["good"].up
-    started = time.monotonic()
-    results = {r.target: r for r in exporter.scrape()}
-    assert time.monotonic() - started < 1.0
-    assert not results["hung"].up and "no answer within 0.3s" in results["hung"].error
+    deadline = 0.3
+    release, finished = threading.Event(), threading.Event()
+
+    def hang():
+        release.wait(30)
+        finished.set()
+        return ok()
+
+    hung = FakeCollector("hung", hang)
+    exporter = Exporter([ScheduledCollector(hung, deadline), ScheduledCollector(FakeCollector("good", ok), deadline)])
+    for _ in range(2):
+        started = time.monotonic()
+        results = {r.target: r for r in exporter.scrape()}
+        assert deadline <= time.monotonic() - started < 2 * deadline  # waited for the hung target, no longer
+        assert not results["hung"].up and results["hung"].error == f"no answer within {deadline:g}s"
+        assert results["good"].up
     assert hung.calls == 1
     release.set()
-    time.sleep(0.1)
+    assert finished.wait(5)
     assert {r.target: r.up for r in exporter.scrape()}["hung"]
     exporter.close()
 
@@ -108,15 +112,23 @@ def test_one_log_line_per_state_change(caplog):
 
 
 def test_concurrent_scrapes_coalesce_onto_one_collection():
+    waiting = threading.Semaphore(0)
+
+    class Watched(Exporter):
+        def _await(self, *args):  # a scrape has found (or started) its collection and now waits for it
+            waiting.release()
+            return super()._await(*args)
+
     gate = threading.Event()
     slow = FakeCollector("slow", lambda: gate.wait(5) and ok())
-    exporter = Exporter([ScheduledCollector(slow, 5)])
+    exporter = Watched([ScheduledCollector(slow, 5)])
     registry = registry_for(exporter)
     outputs = []
     scrapers = [threading.Thread(target=lambda: outputs.append(generate_latest(registry))) for _ in range(4)]
     for scraper in scrapers:
         scraper.start()
-    time.sleep(0.3)
+    for _ in scrapers:  # all four wait on a collection before it may finish
+        assert waiting.acquire(timeout=5)
     gate.set()
     for scraper in scrapers:
         scraper.join(10)

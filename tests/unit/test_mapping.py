@@ -154,12 +154,48 @@ def test_oracle_scn_beyond_2_63_and_file_index():
     assert got[("cdcwatch_debezium_connected", ())] == 0
 
 
-@pytest.mark.parametrize("value", [None, "garbage", [1, 2], {"x": "y"}, -5, float("nan"), True, {"": 3}])
-def test_unexpected_values_give_no_false_samples(value):
-    """Odd values never raise; numbers are only taken from numbers."""
-    for attribute in ("MilliSecondsBehindSource", "RowsScanned", "Connected", "Status", "CapturedTables", "CurrentScn"):
-        for sample in convert({attribute: value}):
-            assert isinstance(sample.value, float)
+ODD_ATTRIBUTES = ("MilliSecondsBehindSource", "RowsScanned", "Connected", "Status", "CapturedTables", "CurrentScn")
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, {}),
+    ("garbage", {("cdcwatch_debezium_schema_history_state", (("state", s),)): 0 for s in ("stopped", "recovering", "running")}),
+    ([1, 2], {("cdcwatch_debezium_captured_tables", ()): 2}),
+    ({"x": "y"}, {}),
+    (-5, {}),
+    (float("nan"), {}),
+    (float("inf"), {}),
+    (True, {("cdcwatch_debezium_connected", ()): 1}),
+    ({"": 3}, {}),
+])
+def test_unexpected_values_give_no_false_samples(value, expected):
+    """Odd values never raise; numbers are only taken from numbers, and only from real ones."""
+    assert samples(dict.fromkeys(ODD_ATTRIBUTES, value)) == expected
+
+
+DUMPS = ("postgres-mbeans-after-dml.tsv", "postgres-mbeans-after-restart.tsv", "mysql-mbeans-with-schema-history.tsv")
+
+
+@pytest.mark.parametrize("dump", DUMPS)
+def test_recorded_numbers_are_exported_as_recorded_and_sentinels_not_at_all(dump):
+    """Every plain number of a recorded bean: -1 (and MaxQueueSizeInBytes 0) gives no sample, any other
+    value one sample of the recorded value, milliseconds in seconds; nothing exported is negative or NaN."""
+    checked = 0
+    for b in read_dump(dump):
+        for attribute, recorded in b.attributes.items():
+            got = [s.value for s in convert({attribute: recorded})]
+            assert all(v >= 0 for v in got), (b.name, attribute, got)  # NaN fails this too
+            if recorded is None:
+                assert got in ([], [0.0]), (b.name, attribute, got)  # ChunkId: no chunk in progress
+            if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
+                continue
+            checked += 1
+            if recorded == -1 or (attribute == "MaxQueueSizeInBytes" and recorded == 0):
+                assert got == [], (b.name, attribute, got)
+            else:
+                in_ms = "millisecond" in attribute.lower()
+                assert got == [pytest.approx(recorded / 1000 if in_ms else recorded)], (b.name, attribute)
+    assert checked, f"no numbers read from {dump}"
 
 
 def test_names_follow_prometheus_conventions():

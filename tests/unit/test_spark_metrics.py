@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from spark_listeners.metrics import SinkOutcome, SparkMetrics, exception_class
+from tests.integration.conftest import promtool_check
 
 
 class Clock:
@@ -105,12 +103,10 @@ def test_failed_and_terminated_states() -> None:
     assert sample(metrics, "cdcwatch_spark_query_failure_info", query="b", exception="other") is None
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool comes with scripts/setup.sh")
 def test_exposition_passes_promtool() -> None:
     metrics = SparkMetrics(Clock(1000.0))
     metrics.progress("q", PROGRESS, OBSERVED)
     metrics.terminated("q", "KafkaIllegalStateException")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(metrics)
-    done = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(registry), capture_output=True)
-    assert done.returncode == 0, done.stdout + done.stderr
+    promtool_check(generate_latest(registry).decode())

@@ -1,0 +1,44 @@
+"""`instrument` only observes: the rows of the decoded stream come out exactly as they went in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_listeners.decode import EVENT_SCHEMA, _row
+from tests.fixtures import RECORDED
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[1]").appName("cdcwatch-test-instrument")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "1").config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+    yield session
+    session.stop()
+
+
+def decoded_rows() -> list[tuple]:
+    """The recorded PostgreSQL and MySQL events as decode_events makes them, a malformed record and a data-loss gap."""
+    records = [json.loads(line) for name in ("postgres-events.jsonl", "mysql-events.jsonl")
+               for line in (RECORDED / name).read_text(encoding="utf-8").splitlines()]
+    rows = [_row({"topic": r["destination"], "partition": 0, "offset": offset, "key": r["key"], "value": r["value"]})
+            for offset, r in enumerate(records)]
+    rows.append(_row({"topic": "pgsrv.public.customers", "partition": 0, "offset": len(rows), "key": None, "value": "{"}))
+    rows.append(_row({"topic": "pgsrv.public.customers", "partition": 1, "offset": 7, "lost_offsets": 5}))
+    return rows
+
+
+def test_instrument_leaves_rows_and_schema_unchanged(spark) -> None:
+    from spark_listeners.instrument import instrument
+
+    rows = decoded_rows()
+    assert {row[3] for row in rows} >= {"data", "tombstone", "malformed", "lost"}
+    events = spark.createDataFrame(rows, EVENT_SCHEMA)
+    observed = instrument(events)
+    assert observed.schema == events.schema
+    assert [tuple(row) for row in observed.collect()] == rows
