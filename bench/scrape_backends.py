@@ -18,13 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-<<<<<<< HEAD
-from devstack.debezium import DebeziumProcess, postgres_connector_properties
-from devstack.postgres import PostgresServer
-from devstack.procs import free_port, port_open, rss_mib, wait_for
-=======
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
->>>>>>> issue-19
 
 from devstack.debezium import DebeziumProcess, postgres_connector_properties  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402

@@ -10,12 +10,8 @@ import urllib.request
 import pytest
 
 from cdcwatch import __version__
-<<<<<<< HEAD
-from devstack.procs import free_port, port_open
-=======
 from devstack.procs import free_port, port_open
 from tests.integration.conftest import value
->>>>>>> issue-19
 
 CLI = [sys.executable, "-m", "cdcwatch.cli"]
 
