@@ -1,8 +1,8 @@
 """Soak: scrape `cdcwatch serve` every second for --minutes while targets flap; RSS and open file
 descriptors must not grow. Not part of CI (30 minutes by default).
 
-Targets: a real PostgreSQL (stopped and started every --flap seconds), a real Kafka-protocol broker
-(noida-db, also flapping, out of phase) and a JMX port that answers garbage. The exporter's RSS and
+Targets: a real PostgreSQL (stopped and started every --flap seconds), a real Apache Kafka 4 broker
+(also flapping, out of phase) and a JMX port that answers garbage. The exporter's RSS and
 fd count are printed every 5 minutes and compared at the end with their values after a 2-minute
 warm-up. Bounds (each printed PASS or FAIL; any FAIL exits 1):
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from devstack.noida import NoidaKafka  # noqa: E402
+from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
 
@@ -84,14 +84,14 @@ def main() -> int:
     work.chmod(0o755)
     pg = PostgresServer(work / "pg", free_port())
     pg.start()
-    broker = NoidaKafka(work / "noida")
+    broker = KafkaBroker(work / "kafka")
     broker.start()
     port = free_port()
     config = work / "cdcwatch.yml"
     config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\n"
                       f"targets:\n  - name: garbage\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {garbage_server()}}}\n"
                       f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {pg.port}\n"
-                      f"kafka:\n  - name: noida\n    timeout_seconds: 2\n    bootstrap_servers: {broker.bootstrap}\n")
+                      f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {broker.bootstrap}\n")
     serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
                              stdout=open(work / "serve.log", "ab"), stderr=subprocess.STDOUT)
     wait_for(lambda: port_open(port), 30, "cdcwatch serve")

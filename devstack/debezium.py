@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devstack.procs import StackError, port_open, wait_for
+from devstack.procs import REPO, StackError, port_open, wait_for
 
 __all__ = ["DebeziumProcess", "postgres_connector_properties", "mysql_connector_properties"]
 
@@ -84,7 +84,7 @@ class DebeziumProcess:
             raise StackError(f"port {self.jmx_port} is taken: stop what listens there or pick another JMX port")
         self.spec_file.write_text(json.dumps(self.spec), encoding="utf-8")
         log = open(self.log, "ab")
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(REPO)
         env = {**os.environ, "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
         # cwd: the engine writes its own logs/ directory there

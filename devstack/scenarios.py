@@ -1,6 +1,6 @@
 """Faults the demo can inject, each with the alert it must raise, and the client that runs one.
 
-`cdcwatch demo --scenario NAME` finds the running demo through `demo.json`, asks it to inject the
+`scripts/demo --scenario NAME` finds the running demo through `demo.json`, asks it to inject the
 fault, waits for the expected alert's notification at the webhook (alerts.log), asks it to recover,
 waits for the resolved notification, and reports every notification with its delay next to the
 floor Prometheus sets (scrape interval + evaluation interval + the alert's `for`).
@@ -148,12 +148,12 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     scenario = SCENARIOS[name]
     state = Path(state_dir).resolve() / "demo.json"
     if not state.exists():
-        raise RuntimeError(f"no demo state in {state.parent}: start `cdcwatch demo` first (same --state-dir)")
+        raise RuntimeError(f"no demo state in {state.parent}: start `scripts/demo` first (same --state-dir)")
     info = json.loads(state.read_text(encoding="utf-8"))
     try:
         urllib.request.urlopen(info["prometheus"] + "/-/ready", timeout=5).close()
     except (OSError, urllib.error.URLError):
-        raise RuntimeError(f"the demo of {state.parent} is not running: start `cdcwatch demo` first") from None
+        raise RuntimeError(f"the demo of {state.parent} is not running: start `scripts/demo` first") from None
     floor = info["scrape_interval_seconds"] * 2 + _alert_for(scenario.alert)
     report = ScenarioReport(name, scenario.alert, floor)
     say(f"{name}: {scenario.description}")

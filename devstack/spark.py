@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from devstack.procs import StackError, free_port, jvm_dir, port_open, stop_group, wait_for
+from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open, stop_group, wait_for
 
 __all__ = ["ApplyJob", "spark_kafka_jars"]
 
@@ -39,7 +39,7 @@ class ApplyJob:
 
     def start(self, timeout: float = 120) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(REPO)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen(self.command, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
                                         start_new_session=True, env=env, cwd=self.dir)

@@ -61,7 +61,7 @@ class Summary:
                        for a in alerts if a.get("state") == "firing"})
 
     def screen(self) -> str:
-        lines = ["\033[2J\033[H" + f"cdcwatch demo — {time.strftime('%H:%M:%S')}   (Ctrl-C stops everything)", ""]
+        lines = ["\033[2J\033[H" + f"cdcwatch demo (scripts/demo) — {time.strftime('%H:%M:%S')}   (Ctrl-C stops everything)", ""]
         stage = ""
         for name, what, expr, unit in _ROWS:
             lines.append(f"  {name if name != stage else '':<9} {what:<22} {_shown(self._value(expr), unit):>12}")
@@ -70,7 +70,7 @@ class Summary:
         lines += ["", f"  firing alerts: {', '.join(firing) if firing else 'none'}", "",
                   f"  Prometheus {self.info['prometheus']}/alerts   metrics {self.info['metrics']}",
                   f"  alerts log {self.info['alerts_log']}",
-                  f"  break it:  cdcwatch demo --scenario NAME --state-dir {self.info['state_dir']}"]
+                  f"  break it:  scripts/demo --scenario NAME --state-dir {self.info['state_dir']}"]
         return "\n".join(lines)
 
     def line(self) -> str:

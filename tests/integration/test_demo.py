@@ -1,4 +1,4 @@
-"""The README's first command, run as a user would (`cdcwatch demo`, headless because stdout is a
+"""The README's first command, run as a user would (`scripts/demo`, headless because stdout is a
 pipe), then every scenario against that one running stack: each expected alert must reach the
 webhook and resolve after recovery. Ctrl-C must leave nothing running."""
 
@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from devstack.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.integration
 
-CDCWATCH = str(Path(sys.executable).with_name("cdcwatch"))
+DEMO = str(Path(__file__).resolve().parents[2] / "scripts" / "demo")
 
 
 def alive(pid: int) -> bool:
@@ -37,7 +36,7 @@ def demo(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("demo")
     workdir.chmod(0o755)
     log = workdir / "demo.out"
-    process = subprocess.Popen([CDCWATCH, "demo"], cwd=workdir, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+    process = subprocess.Popen([DEMO], cwd=workdir, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL)
 
     def ready() -> bool:
@@ -57,7 +56,7 @@ def demo(tmp_path_factory):
 def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
     workdir, _, _, _ = demo
     report_file = workdir / f"{name}.json"
-    done = subprocess.run([CDCWATCH, "demo", "--scenario", name, "--report", str(report_file)], cwd=workdir,
+    done = subprocess.run([DEMO, "--scenario", name, "--report", str(report_file)], cwd=workdir,
                           capture_output=True, text=True, timeout=900)
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -70,16 +69,16 @@ def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
 def test_a_taken_port_is_reported_before_anything_starts(demo) -> None:
     workdir, _, state, _ = demo
     port = int(state["metrics"].rsplit(":", 1)[1].split("/")[0])
-    done = subprocess.run([CDCWATCH, "demo", "--state-dir", str(workdir / "other")], cwd=workdir,
+    done = subprocess.run([DEMO, "--state-dir", str(workdir / "other")], cwd=workdir,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and f"port {port} is taken" in done.stderr
     assert not (workdir / "other").exists()
 
 
 def test_a_scenario_without_a_running_demo_says_so(tmp_path: Path) -> None:
-    done = subprocess.run([CDCWATCH, "demo", "--scenario", "source-down", "--state-dir", str(tmp_path)],
+    done = subprocess.run([DEMO, "--scenario", "source-down", "--state-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "start `cdcwatch demo` first" in done.stderr
+    assert done.returncode == 1 and "start `scripts/demo` first" in done.stderr
 
 
 def test_ctrl_c_stops_everything_it_started(demo) -> None:

@@ -1,5 +1,5 @@
 """Load: 20 concurrent scrapers hammer `/metrics` for 60 s against live collectors (PostgreSQL slots,
-Kafka on noida-db). No error responses; p99 latency and the exporter's RSS before/after are reported,
+Kafka 4). No error responses; p99 latency and the exporter's RSS before/after are reported,
 and RSS must stay flat."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ SECONDS = 60
 
 
 
-def test_twenty_concurrent_scrapers_for_a_minute(postgres, noida, serve_factory) -> None:
+def test_twenty_concurrent_scrapers_for_a_minute(postgres, kafka, serve_factory) -> None:
     serve = serve_factory(f"postgres:\n  - name: pg\n    port: {postgres.port}\n"
-                          f"kafka:\n  - name: noida\n    bootstrap_servers: {noida.bootstrap}\n")
+                          f"kafka:\n  - name: broker\n    bootstrap_servers: {kafka.bootstrap}\n")
     for _ in range(5):  # warm up: caches, pools, first connections
         serve.text()
     rss_before = rss_mib(serve.process.pid)

@@ -1,5 +1,5 @@
 """Rules and dashboards proven on live data: a real Prometheus scrapes cdcwatch and the Spark listener
-on a running pipeline (PostgreSQL → Debezium in Kafka Connect → noida-db → Spark apply → PostgreSQL,
+on a running pipeline (PostgreSQL → Debezium in Kafka Connect → Apache Kafka 4 → Spark apply → PostgreSQL,
 plus a MySQL connector on MariaDB for schema history), evaluates the generated rules and sends alerts
 to a real Alertmanager, which posts them to a webhook.
 
@@ -35,7 +35,7 @@ FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5
 
 
 @pytest.fixture(scope="module")
-def observed(postgres, noida, mariadb, stack_dir):
+def observed(postgres, kafka, mariadb, stack_dir):
     postgres.sql("DROP DATABASE IF EXISTS obs_target")
     postgres.sql("CREATE DATABASE obs_target")
     postgres.sql("DROP TABLE IF EXISTS obs_orders; CREATE TABLE obs_orders (id int PRIMARY KEY, amount int);"
@@ -46,11 +46,11 @@ def observed(postgres, noida, mariadb, stack_dir):
     for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
         properties.pop(engine_only)
     properties["heartbeat.interval.ms"] = "1000"
-    worker = ConnectWorker(stack_dir / "obs-connect", noida.bootstrap, {"obs": properties})
+    worker = ConnectWorker(stack_dir / "obs-connect", kafka.bootstrap, {"obs": properties})
     mysql_state = stack_dir / "obs-mysql"
     maria = DebeziumProcess(mysql_state, free_port(), mysql_connector_properties(
         mysql_state, mariadb.port, mariadb.user, mariadb.password, "obsmaria", "obsshop"))
-    job = ApplyJob(stack_dir / "obs-apply", noida.bootstrap, r"obs\..*|__debezium-heartbeat\.obs",
+    job = ApplyJob(stack_dir / "obs-apply", kafka.bootstrap, r"obs\..*|__debezium-heartbeat\.obs",
                    f"host=127.0.0.1 port={postgres.port} user=postgres dbname=obs_target", query_name="obs_apply",
                    extra_args=["--commit-group", "obs-apply"])
     webhook = WebhookReceiver()
@@ -65,7 +65,7 @@ def observed(postgres, noida, mariadb, stack_dir):
         serve = Serve(
             f"targets:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
             f"  - name: maria\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {maria.jmx_port}}}\n"
-            f"kafka:\n  - name: noida\n    timeout_seconds: 2\n    bootstrap_servers: {noida.bootstrap}\n"
+            f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {kafka.bootstrap}\n"
             f"connect:\n  - name: worker\n    timeout_seconds: 2\n    url: {worker.url}\n"
             f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
             f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {postgres.port}\n    slot_servers: {{obs_slot: obs}}\n",
