@@ -9,10 +9,13 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from cdcwatch import __version__
 from cdcwatch.config import DEFAULT_PORT, Config, ConfigError, load_config
+
+if TYPE_CHECKING:
+    from cdcwatch.mixin import MixinConfig
 
 __all__ = ["main"]
 
@@ -219,19 +222,16 @@ def _apply(args: argparse.Namespace) -> int:
         linger_after_failure_seconds=args.linger_after_failure))
 
 
-def _mixin_config(path: str | None) -> object:
+def _mixin_config(path: str | None) -> MixinConfig:
     from cdcwatch.mixin import load_mixin_config
 
-    try:
-        return load_mixin_config(path)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    return load_mixin_config(path)
 
 
 def _alerts(args: argparse.Namespace) -> int:
     from cdcwatch.mixin.generate import rules_yaml
 
-    print(rules_yaml(_mixin_config(args.config)), end="")  # type: ignore[arg-type]
+    print(rules_yaml(_mixin_config(args.config)), end="")
     return EXIT_OK
 
 
@@ -244,13 +244,13 @@ def _dashboards(args: argparse.Namespace) -> int:
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        for name, model in build_dashboards(config).items():  # type: ignore[arg-type]
+        for name, model in build_dashboards(config).items():
             (out / name).write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             print(out / name)
         return EXIT_OK
     from cdcwatch.mixin.preview import render_preview
 
-    index = render_preview(args.prometheus, config, Path(args.out), args.range)  # type: ignore[arg-type]
+    index = render_preview(args.prometheus, config, Path(args.out), args.range)
     print(index)
     return EXIT_OK
 
@@ -258,7 +258,7 @@ def _dashboards(args: argparse.Namespace) -> int:
 def _mixin(args: argparse.Namespace) -> int:
     from cdcwatch.mixin import write_files
 
-    for path in write_files(_mixin_config(args.config), Path(args.out)):  # type: ignore[arg-type]
+    for path in write_files(_mixin_config(args.config), Path(args.out)):
         print(path)
     return EXIT_OK
 
