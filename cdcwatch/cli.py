@@ -32,7 +32,7 @@ it sees as Prometheus metrics.
                                          the reference Spark apply job, listener attached
   cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
   cdcwatch dashboards generate|preview   write the Grafana dashboards, or render them from Prometheus
-  cdcwatch mixin generate                write alerts/ and dashboards/ (what the repository commits)
+  cdcwatch mixin generate                write alerts/, dashboards/ and kubernetes/ (what the repository commits)
   cdcwatch demo                          run a local PostgreSQL + Debezium stack, monitored
 
 The config file is YAML; see the README's configuration reference.
@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--out", default="dashboard-preview", help="directory for the PNGs and index.html")
     preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
 
-    mixin = commands.add_parser("mixin", help="write alerts/ and dashboards/ from the mixin config")
+    mixin = commands.add_parser("mixin", help="write alerts/, dashboards/ and kubernetes/ from the mixin config")
     mixin.add_argument("action", choices=["generate"])
     mixin.add_argument("--config", help="mixin config (YAML)")
     mixin.add_argument("--out", default=".", help="repository root to write under")

@@ -79,7 +79,8 @@ class Durations(_Strict):
 
 
 class KubernetesOutput(_Strict):
-    """Metadata of the generated PrometheusRule and dashboard ConfigMaps."""
+    """Metadata of the generated PrometheusRule and dashboard ConfigMaps, and where Grafana's file
+    provisioning finds the dashboards."""
 
     namespace: str = "monitoring"
     rule_labels: dict[str, str] = Field(default_factory=lambda: {"role": "alert-rules"})
@@ -87,6 +88,9 @@ class KubernetesOutput(_Strict):
     dashboard_label: str = "grafana_dashboard"
     """Label Grafana's dashboard sidecar looks for on ConfigMaps."""
     dashboard_folder: str = "cdcwatch"
+    """Grafana folder of the dashboards (ConfigMap annotation `grafana_folder`, provisioning provider)."""
+    dashboards_path: str = "/var/lib/grafana/dashboards/cdcwatch"
+    """Directory the file provisioning provider reads the dashboards' JSON from."""
 
 
 class MixinConfig(_Strict):
