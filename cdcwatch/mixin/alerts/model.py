@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from cdcwatch.mixin.config import MixinConfig
 
 __all__ = ["Alert", "Case", "Group", "Recording", "labels_of"]
 
@@ -54,8 +57,8 @@ class Alert:
     """The value when the `for` has just elapsed, when it differs from `fires.value`."""
     more: tuple[Case, ...] = field(default_factory=tuple)
 
-    def for_(self, config: object) -> str:
-        return getattr(getattr(config, "durations"), self.pace)
+    def for_(self, config: MixinConfig) -> str:
+        return str(getattr(config.durations, self.pace))
 
 
 @dataclass(frozen=True)
