@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from cdcwatch import __version__
 from cdcwatch.config import (
@@ -19,6 +19,9 @@ from cdcwatch.config import (
     ConfigError,
     load_config,
 )
+
+if TYPE_CHECKING:
+    from cdcwatch.mixin import MixinConfig
 
 __all__ = ["main"]
 
@@ -35,7 +38,7 @@ it sees as Prometheus metrics.
                                          the reference Spark apply job, listener attached
   cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
   cdcwatch dashboards generate|preview   write the Grafana dashboards, or render them from Prometheus
-  cdcwatch mixin generate                write alerts/ and dashboards/ (what the repository commits)
+  cdcwatch mixin generate                write alerts/, dashboards/ and kubernetes/ (what the repository commits)
 
 The config file is YAML; see the README's configuration reference.
 """
@@ -102,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--out", default="dashboard-preview", help="directory for the PNGs and index.html")
     preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
 
-    mixin = commands.add_parser("mixin", help="write alerts/ and dashboards/ from the mixin config")
+    mixin = commands.add_parser("mixin", help="write alerts/, dashboards/ and kubernetes/ from the mixin config")
     mixin.add_argument("action", choices=["generate"])
     mixin.add_argument("--config", help="mixin config (YAML)")
     mixin.add_argument("--out", default=".", help="repository root to write under")
@@ -239,19 +242,16 @@ def _run_apply(args: argparse.Namespace, options: dict[str, str], jars: tuple[st
         linger_after_failure_seconds=args.linger_after_failure))
 
 
-def _mixin_config(path: str | None) -> object:
+def _mixin_config(path: str | None) -> MixinConfig:
     from cdcwatch.mixin import load_mixin_config
 
-    try:
-        return load_mixin_config(path)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    return load_mixin_config(path)
 
 
 def _alerts(args: argparse.Namespace) -> int:
     from cdcwatch.mixin.generate import rules_yaml
 
-    print(rules_yaml(_mixin_config(args.config)), end="")  # type: ignore[arg-type]
+    print(rules_yaml(_mixin_config(args.config)), end="")
     return EXIT_OK
 
 
@@ -264,13 +264,13 @@ def _dashboards(args: argparse.Namespace) -> int:
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        for name, model in build_dashboards(config).items():  # type: ignore[arg-type]
+        for name, model in build_dashboards(config).items():
             (out / name).write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             print(out / name)
         return EXIT_OK
     from cdcwatch.mixin.preview import render_preview
 
-    index = render_preview(args.prometheus, config, Path(args.out), args.range)  # type: ignore[arg-type]
+    index = render_preview(args.prometheus, config, Path(args.out), args.range)
     print(index)
     return EXIT_OK
 
@@ -278,7 +278,7 @@ def _dashboards(args: argparse.Namespace) -> int:
 def _mixin(args: argparse.Namespace) -> int:
     from cdcwatch.mixin import write_files
 
-    for path in write_files(_mixin_config(args.config), Path(args.out)):  # type: ignore[arg-type]
+    for path in write_files(_mixin_config(args.config), Path(args.out)):
         print(path)
     return EXIT_OK
 

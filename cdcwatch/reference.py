@@ -5,6 +5,7 @@ The README embeds both between markers; a test regenerates them and fails on any
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -17,7 +18,7 @@ from cdcwatch.connect.collector import CONNECT_METRICS
 from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
 from cdcwatch.postgres.slots import SLOT_METRICS
 
-__all__ = ["config_reference", "metrics_reference"]
+__all__ = ["config_reference", "metric_types", "metrics_reference"]
 
 _BEAN_LABELS = "target, plugin, server, context (+ task, database, custom tags, static labels)"
 _KAFKA_LABELS = "target (the cluster name) and the cluster's static labels"
@@ -81,6 +82,11 @@ def metrics_reference() -> str:
     lines += _spark_rows()
     lines += [""]
     return "\n".join(lines)
+
+
+def metric_types() -> dict[str, str]:
+    """Every exported metric (sample name, `_total` included) → its declared type, from the same tables."""
+    return dict(re.findall(r"^\| `(cdcwatch_\w+)` \| (\w+) \|", metrics_reference(), re.MULTILINE))
 
 
 def _spark_rows() -> list[str]:

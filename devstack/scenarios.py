@@ -89,7 +89,7 @@ class ScenarioReport:
 
 def _alert_for(name: str) -> float:
     from cdcwatch.mixin import MixinConfig
-    from cdcwatch.mixin.rules import ALERTS
+    from cdcwatch.mixin.alerts import ALERTS
     from devstack.demo import DEMO_MIXIN
 
     config = MixinConfig.model_validate(DEMO_MIXIN)

@@ -27,7 +27,7 @@ class CdcMetricsListener(StreamingQueryListener):
     """Records query starts, progress (with the cdcwatch observation) and terminations."""
 
     def __init__(self, metrics: SparkMetrics | None = None, pushgateway: str | None = None,
-                 push_job: str = "cdcwatch_spark") -> None:
+                 push_job: str = "cdcwatch-spark") -> None:
         self.metrics = metrics or SparkMetrics()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.metrics)

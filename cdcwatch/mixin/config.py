@@ -1,13 +1,23 @@
-"""The one configuration the alert rules and dashboards are generated from: selectors, thresholds, `for`s."""
+"""The one configuration the alert rules and dashboards are generated from: selectors, thresholds, `for`s.
+
+`placeholders()` is the one place the PromQL and annotation templates (`%(name)s`) are filled from.
+"""
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator
 
-__all__ = ["MixinConfig", "Selectors", "load_mixin_config"]
+from cdcwatch.config import ConfigError
+
+__all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Thresholds", "exact", "load_mixin_config"]
+
+_MATCHER = re.compile(r'\s*[a-zA-Z_]\w*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*')
+_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
 
 class _Strict(BaseModel):
@@ -20,52 +30,116 @@ class Selectors(_Strict):
     cdcwatch: str = 'job="cdcwatch"'
     """The exporter (`cdcwatch serve`)."""
     spark: str = 'job="cdcwatch-spark"'
-    """The Spark listener's /metrics in the apply job's driver."""
+    """The Spark listener's /metrics in the apply job's driver (or its pushes to a Pushgateway)."""
+
+    @field_validator("cdcwatch", "spark")
+    @classmethod
+    def _matchers(cls, value: str) -> str:
+        if not all(_MATCHER.fullmatch(part) for part in _split_matchers(value)):
+            raise ValueError(f'{value!r} is not a list of label matchers like job="cdcwatch"')
+        return value
+
+
+def _split_matchers(text: str) -> list[str]:
+    """`a="x,y", b=~"z"` → its matchers (commas inside quotes do not split)."""
+    return [m.group(0) for m in re.finditer(r'(?:[^,"]|"(?:[^"\\]|\\.)*")+', text)]
 
 
 class Thresholds(_Strict):
-    debezium_lag_seconds: float = 60
-    debezium_queue_free_ratio: float = 0.1
-    snapshot_max_seconds: float = 6 * 3600
-    kafka_lag_seconds: float = 300
-    kafka_data_age_seconds: float = 3600
-    spark_apply_lag_seconds: float = 120
-    spark_freshness_seconds: float = 300
-    spark_duplicates_ratio: float = 0.05
-    spark_progress_max_age_seconds: float = 300
-    slot_retained_wal_bytes: float = 10 * 1024**3
-    scrape_duration_seconds: float = 5
+    debezium_lag_seconds: PositiveFloat = 60
+    debezium_queue_free_ratio: PositiveFloat = 0.1
+    snapshot_max_seconds: PositiveFloat = 6 * 3600
+    kafka_lag_seconds: PositiveFloat = 300
+    kafka_data_age_seconds: PositiveFloat = 3600
+    spark_apply_lag_seconds: PositiveFloat = 120
+    spark_freshness_seconds: PositiveFloat = 300
+    spark_duplicates_ratio: PositiveFloat = 0.05
+    spark_progress_max_age_seconds: PositiveFloat = 300
+    slot_retained_wal_bytes: PositiveFloat = 10 * 1024**3
+    slot_safe_wal_horizon_seconds: PositiveFloat = 6 * 3600
+    """How far ahead `predict_linear` looks for a slot's safe_wal_size reaching 0."""
+    scrape_duration_seconds: PositiveFloat = 5
 
 
 class Durations(_Strict):
-    """`for` of the alerts, by urgency: `critical` for outages, `warning` for degradation."""
+    """`for` of the alerts by pace (`critical` outages, `warning` degradation, `instant` one-off events), and
+    how long rules remember series that vanished (a Spark driver gone)."""
 
     critical: str = "2m"
     warning: str = "10m"
     instant: str = "1m"
-    """For one-off events (a rewind, erroneous events, an aborted snapshot)."""
+    memory: str = "6h"
+
+    @field_validator("critical", "warning", "instant", "memory")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not _DURATION.match(value):
+            raise ValueError(f"{value!r} is not a Prometheus duration like 90s, 2m or 1h30m")
+        return value
+
+
+class KubernetesOutput(_Strict):
+    """Metadata of the generated PrometheusRule and dashboard ConfigMaps, and where Grafana's file
+    provisioning finds the dashboards."""
+
+    namespace: str = "monitoring"
+    rule_labels: dict[str, str] = Field(default_factory=lambda: {"role": "alert-rules"})
+    """Labels the Prometheus operator's ruleSelector picks the PrometheusRule by."""
+    dashboard_label: str = "grafana_dashboard"
+    """Label Grafana's dashboard sidecar looks for on ConfigMaps."""
+    dashboard_folder: str = "cdcwatch"
+    """Grafana folder of the dashboards (ConfigMap annotation `grafana_folder`, provisioning provider)."""
+    dashboards_path: str = "/var/lib/grafana/dashboards/cdcwatch"
+    """Directory the file provisioning provider reads the dashboards' JSON from."""
 
 
 class MixinConfig(_Strict):
     selectors: Selectors = Field(default_factory=Selectors)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     durations: Durations = Field(default_factory=Durations)
-    runbook_url: str = "docs/runbook.md"
-    """Where the runbook lives; each alert links to `<runbook_url>#<alert name in lower case>`."""
+    runbook_base_url: str = "https://github.com/cdcwatch/cdcwatch/blob/main/docs/runbook.md"
+    """The runbook's absolute address; each alert links to `<runbook_base_url>#<alert name in lower case>`."""
     datasource_uid: str = "${datasource}"
+    kubernetes: KubernetesOutput = Field(default_factory=KubernetesOutput)
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"{value!r} is not an absolute http(s) URL (alerts are read far from the repository)")
+        return value
+
+    def placeholders(self) -> dict[str, str]:
+        """What `%(name)s` in rule and annotation templates stands for: the selectors, every threshold
+        (written exactly) and every duration."""
+        return {**self.selectors.model_dump(), **{k: exact(v) for k, v in self.thresholds.model_dump().items()},
+                **self.durations.model_dump()}
+
+    def runbook(self, alert: str) -> str:
+        return f"{self.runbook_base_url}#{alert.lower()}"
+
+
+def exact(value: float) -> str:
+    """A number as PromQL and people read it: 10737418240, 0.05, never 1.07374e+10."""
+    text = format(Decimal(repr(float(value))), "f")
+    return text[:-2] if text.endswith(".0") else text
 
 
 def load_mixin_config(path: str | Path | None) -> MixinConfig:
-    """The defaults, or a YAML file's overrides of them; a clear ValueError names what is wrong."""
+    """The defaults, or a YAML file's overrides of them; a ConfigError lists each problem with its key path."""
     if path is None:
         return MixinConfig()
+    source = str(path)
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        return MixinConfig.model_validate(data)
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ValueError(f"{path}: {exc.strerror}") from None
+        raise ConfigError(source, [f"cannot read: {exc.strerror}"]) from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(source, [f"not YAML: {where}{getattr(exc, 'problem', None) or exc}"]) from None
+    try:
+        return MixinConfig.model_validate({} if data is None else data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{path}: {problems}") from None
+        raise ConfigError(source, [f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}"
+                                   for e in exc.errors()]) from None

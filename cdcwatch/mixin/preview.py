@@ -17,7 +17,7 @@ from typing import Any
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 
-__all__ = ["PrometheusApi", "panel_series", "render_preview", "resolve_variables"]
+__all__ = ["PrometheusApi", "panel_series", "render_preview", "resolve_variables", "substitute", "thresholds"]
 
 _LABEL_VALUES = re.compile(r"^label_values\((.*),\s*(\w+)\)$")
 _DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -52,9 +52,10 @@ class PrometheusApi:
         return self.get("/api/v1/query", query=expr)["result"]
 
 
-def resolve_variables(api: PrometheusApi, model: dict[str, Any]) -> dict[str, str]:
-    """Each query variable → a regex of all its current values (in order, so later ones see earlier ones)."""
-    values: dict[str, str] = {}
+def resolve_variables(api: PrometheusApi, model: dict[str, Any], rate_interval: str = "1m") -> dict[str, str]:
+    """Each query variable → a regex of all its current values (in order, so later ones see earlier ones),
+    and Grafana's $__rate_interval."""
+    values: dict[str, str] = {"__rate_interval": rate_interval}
     for variable in model.get("templating", {}).get("list", []):
         if variable.get("type") != "query":
             continue
@@ -83,7 +84,7 @@ def substitute(expr: str, values: dict[str, str]) -> str:
 def panel_series(api: PrometheusApi, model: dict[str, Any], start: float, end: float,
                  step: float) -> list[tuple[dict[str, Any], list[tuple[str, list[dict[str, Any]]]]]]:
     """Every panel with, per query, its legend format and the series Prometheus returns."""
-    values = resolve_variables(api, model)
+    values = resolve_variables(api, model, f"{int(max(4 * step, 60))}s")
     panels = []
     for panel in model.get("panels", []):
         if panel.get("type") == "row":
@@ -103,6 +104,26 @@ def _seconds(text: str) -> int:
     if match is None:
         raise ValueError(f"range {text!r}: expected a number and s, m, h or d (e.g. 30m)")
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+_UNIT_AXES = {"s": "seconds", "bytes": "bytes", "percentunit": "percent", "ops": "per second", "short": "", "none": ""}
+
+
+def _axis_formatter(unit: str) -> Any:
+    """A y-axis tick formatter that writes values in the panel's unit, as Grafana would."""
+    from matplotlib.ticker import FuncFormatter
+
+    from cdcwatch.mixin.templates import humanize, humanize1024, humanize_duration
+
+    formats = {"s": humanize_duration, "bytes": lambda v: f"{humanize1024(v)}B", "percentunit": lambda v: f"{v * 100:.4g}%",
+               "ops": lambda v: f"{humanize(v)}/s"}
+    return FuncFormatter(lambda value, _: formats.get(unit, humanize)(value))
+
+
+def thresholds(panel: dict[str, Any]) -> list[float]:
+    """The values of a panel's threshold steps (the first step, from -infinity, has none)."""
+    steps = panel.get("fieldConfig", {}).get("defaults", {}).get("thresholds", {}).get("steps", [])
+    return [float(step["value"]) for step in steps if step.get("value") is not None]
 
 
 def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_text: str = "1h") -> Path:
@@ -128,7 +149,9 @@ def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_te
         figure.suptitle(model["title"], fontsize=14, fontweight="bold")
         for axis, (panel, results) in zip(axes.flat, panels):
             unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
-            axis.set_title(f"{panel['title']}" + (f" [{unit}]" if unit and unit != "none" else ""), fontsize=10)
+            axis.set_title(panel["title"], fontsize=10)
+            axis.set_ylabel(_UNIT_AXES.get(unit, unit), fontsize=8)
+            axis.yaxis.set_major_formatter(_axis_formatter(unit))
             drawn = 0
             for legend, series in results:
                 for one in series[:12]:
@@ -136,11 +159,16 @@ def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_te
                     points = [float(v) for _, v in one["values"]]
                     axis.plot(stamps, points, label=_legend(legend, one["metric"])[:40], linewidth=1.2)
                     drawn += 1
+            for value in thresholds(panel):
+                axis.axhline(value, color="red", linestyle="--", linewidth=1, label="alert threshold")
+                drawn += 1
             if drawn:
                 axis.legend(fontsize=7, loc="upper left")
             else:
                 axis.text(0.5, 0.5, "no data", ha="center", va="center", transform=axis.transAxes, color="grey")
-            axis.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+            locator = mdates.AutoDateLocator(minticks=3, maxticks=6)
+            axis.xaxis.set_major_locator(locator)
+            axis.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
             axis.tick_params(labelsize=7)
             axis.grid(alpha=0.3)
         for axis in list(axes.flat)[len(panels):]:

@@ -117,7 +117,7 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
     promtool_check(job.metrics())
     # the same metrics pushed to a real Pushgateway after every batch
     pushed = parse(urllib.request.urlopen(f"{pushgateway.url}/metrics", timeout=10).read().decode())
-    assert value(pushed, "cdcwatch_spark_changes_applied_total", job="cdcwatch_spark", query=QUERY) >= \
+    assert value(pushed, "cdcwatch_spark_changes_applied_total", job="cdcwatch-spark", query=QUERY) >= \
         value(values, "cdcwatch_spark_changes_applied_total", query=QUERY) - 1
 
 

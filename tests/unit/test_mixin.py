@@ -1,24 +1,37 @@
-"""The generated rules and dashboards: no drift from the committed files, promtool-valid and tested,
-complete annotations, a runbook section per alert, and only metrics cdcwatch really produces."""
+"""The generated rules: no drift from the committed files, promtool-valid and tested from each alert's
+examples, complete annotations, a runbook section per alert, only metrics cdcwatch produces, and the
+mixin config's errors as one line per problem."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
+from cdcwatch.cli import main
+from cdcwatch.config import ConfigError
 from cdcwatch.mixin import RULES_FILE, RULES_TEST_FILE, MixinConfig, load_mixin_config, render_files
+from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
+from cdcwatch.mixin.config import exact
 from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
-from cdcwatch.mixin.rules import ALERTS, RECORDING_RULES, render_annotation, rule_groups
-from cdcwatch.reference import metrics_reference
-from spark_listeners.metrics import SparkMetrics
+from cdcwatch.mixin.rules import expression, metrics_in, rule_groups
+from cdcwatch.mixin.templates import render_annotation
+from cdcwatch.reference import metric_types
+from tests.tools import ROOT, tool
 
-ROOT = Path(__file__).resolve().parents[2]
-PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool comes with scripts/setup.sh")
+CONFFILES = ROOT / "tests" / "conffiles"
+
+
+def _promtool_test(tmp_path: Path, config: MixinConfig, alert: str) -> subprocess.CompletedProcess[str]:
+    """The default config's tests of `alert` against the rules `config` renders."""
+    (tmp_path / Path(RULES_FILE).name).write_text(render_files(config)[RULES_FILE])
+    tests = yaml.safe_load(render_files(MixinConfig())[RULES_TEST_FILE])
+    tests["tests"] = [t for t in tests["tests"] if t["name"].startswith(f"{alert} ")]
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(tests))
+    return subprocess.run([tool("promtool"), "test", "rules", str(tmp_path / "test.yml")], capture_output=True, text=True)
 
 
 def test_committed_files_are_what_the_generator_writes() -> None:
@@ -28,90 +41,142 @@ def test_committed_files_are_what_the_generator_writes() -> None:
         assert path.read_text(encoding="utf-8") == content, f"{relative} drifted: run `cdcwatch mixin generate`"
 
 
-@needs_promtool
 def test_promtool_checks_and_tests_every_rule() -> None:
-    checked = subprocess.run([PROMTOOL, "check", "rules", str(ROOT / RULES_FILE)], capture_output=True, text=True)
+    checked = subprocess.run([tool("promtool"), "check", "rules", str(ROOT / RULES_FILE)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = subprocess.run([PROMTOOL, "test", "rules", str(ROOT / RULES_TEST_FILE)], capture_output=True, text=True)
+    tested = subprocess.run([tool("promtool"), "test", "rules", str(ROOT / RULES_TEST_FILE)], capture_output=True, text=True)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
-@needs_promtool
-def test_promtool_tests_fail_when_a_threshold_moves(tmp_path: Path) -> None:
-    """The rule tests can fail: with a higher threshold the lag example no longer fires."""
-    files = render_files(MixinConfig())
-    moved = MixinConfig.model_validate({"thresholds": {"kafka_lag_seconds": 10_000}})
-    (tmp_path / Path(RULES_FILE).name).write_text(render_files(moved)[RULES_FILE])
-    (tmp_path / "test.yml").write_text(files[RULES_TEST_FILE])
-    tested = subprocess.run([PROMTOOL, "test", "rules", str(tmp_path / "test.yml")], capture_output=True, text=True)
-    assert tested.returncode != 0 and "CdcKafkaConsumerLagHigh" in tested.stdout + tested.stderr
+def test_every_alert_and_recording_rule_is_tested() -> None:
+    tests = yaml.safe_load(render_files(MixinConfig())[RULES_TEST_FILE])["tests"]
+    alerts = {check["alertname"] for t in tests for check in t.get("alert_rule_test", [])}
+    recorded = {check["expr"] for t in tests for check in t.get("promql_expr_test", [])}
+    assert alerts == {a.name for a in ALERTS} and recorded == {r.record for r in RECORDING_RULES}
+
+
+@pytest.mark.parametrize("change", [{"thresholds": {"kafka_lag_seconds": 10_000}},
+                                    {"durations": {"warning": "11m"}}, {"durations": {"warning": "9m"}}])
+def test_promtool_tests_fail_when_a_threshold_or_a_for_moves(tmp_path: Path, change: dict) -> None:
+    """A higher threshold never fires; a later `for` misses the firing evaluation, an earlier one fires one
+    evaluation too soon."""
+    assert _promtool_test(tmp_path, MixinConfig(), "CdcKafkaConsumerLagHigh").returncode == 0
+    tested = _promtool_test(tmp_path, MixinConfig.model_validate(change), "CdcKafkaConsumerLagHigh")
+    assert tested.returncode != 0 and "CdcKafkaConsumerLagHigh fires: 15 minutes behind" in tested.stdout + tested.stderr
 
 
 def test_every_alert_is_complete_and_has_a_runbook_section() -> None:
     runbook = (ROOT / "docs" / "runbook.md").read_text(encoding="utf-8")
     anchors = {re.sub(r"[^a-z0-9]", "", line[3:].lower()) for line in runbook.splitlines() if line.startswith("## ")}
-    for rule in rule_groups(MixinConfig())["groups"][1]["rules"]:
-        assert rule["for"] and rule["labels"]["severity"] in ("critical", "warning"), rule["alert"]
-        assert {"summary", "description", "runbook_url"} <= set(rule["annotations"]), rule["alert"]
-        assert rule["alert"].lower() in anchors, f"docs/runbook.md has no section for {rule['alert']}"
+    config = MixinConfig()
+    for group in rule_groups(config)["groups"]:
+        for rule in (r for r in group["rules"] if "alert" in r):
+            assert rule["for"] and rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
+            assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}, rule["alert"]
+            assert rule["annotations"]["runbook_url"] == f"{config.runbook_base_url}#{rule['alert'].lower()}"
+            assert rule["alert"].lower() in anchors, f"docs/runbook.md has no section for {rule['alert']}"
 
 
-def test_each_example_fires_and_is_quiet_on_different_series() -> None:
-    for alert in ALERTS:
-        assert alert.example.fires and alert.example.quiet and alert.example.fires != alert.example.quiet, alert.name
+def test_the_monitor_itself_is_never_critical() -> None:
+    own = [a for a in ALERTS if a.name.startswith("Cdcwatch")]
+    assert own and all(a.severity != "critical" for a in own)
 
 
-def test_annotation_rendering() -> None:
-    assert render_annotation('{{ $labels.server }} is {{ $value | printf "%.0f" }}s', {"server": "a"}, 12.6) == "a is 13s"
-    assert render_annotation('{{ $value | printf "%.2f" }}', {}, 0.1) == "0.10"
-
-
-def _produced_metrics() -> set[str]:
-    names = set(re.findall(r"`(cdcwatch_[a-z0-9_]+)`", metrics_reference()))
-    for family in SparkMetrics().collect():
-        names.add(family.name + ("_total" if family.type == "counter" else ""))
-        if family.type == "histogram":
-            names |= {family.name + suffix for suffix in ("_bucket", "_sum", "_count")}
+def _read(expr: str) -> set[str]:
+    """The metrics an expression reads, recording rules replaced by what they read."""
+    recorded = {r.record: r.expr for r in RECORDING_RULES}
+    names: set[str] = set()
+    for name in metrics_in(expr):
+        names |= _read(recorded[name]) if name in recorded else {name}
     return names
 
 
+def _series_names(series: dict[str, str]) -> set[str]:
+    return {s.split("{")[0] for s in series}
+
+
+def test_quiet_cases_feed_exactly_the_metrics_each_rule_reads() -> None:
+    """So an alert is quiet because of the values, never because an input is missing."""
+    for alert in ALERTS:
+        read = _read(alert.expr)
+        assert _series_names(alert.quiet.series) == read, alert.name
+        assert _series_names(alert.fires.series) <= read, alert.name
+
+
+def test_recording_rules_keep_the_series_identity() -> None:
+    """job and instance always, target for the exporter's series (inhibition and drill-down need them)."""
+    for recording in RECORDING_RULES:
+        labels = set(recording.example.labels or {})
+        assert {"job", "instance"} <= labels, recording.record
+        assert "%(cdcwatch)s" not in recording.expr or "target" in labels, recording.record
+
+
+def test_thresholds_are_written_exactly() -> None:
+    config = MixinConfig.model_validate({"thresholds": {"slot_retained_wal_bytes": 53687091200, "spark_duplicates_ratio": 0.00001}})
+    rules = render_files(config)[RULES_FILE]
+    assert "> 53687091200" in rules and "> 0.00001" in rules
+    assert not re.search(r"\d[eE][+-]?\d", rules), "a number in exponent form"
+    assert [exact(v) for v in (60.0, 0.1, 10 * 1024**3, 1e-7)] == ["60", "0.1", "10737418240", "0.0000001"]
+
+
+@pytest.mark.parametrize("template, value, text", [
+    ("{{ $value | humanizeDuration }}", 4800, "1h 20m 0s"),
+    ("{{ $value | humanizeDuration }}", 0.25, "250ms"),
+    ("{{ $value | humanizeDuration }}", 8, "8s"),
+    ("{{ $value | humanize1024 }}", 20e9, "18.63Gi"),
+    ("{{ $value | humanizePercentage }}", 82 / 8192, "1.001%"),
+    ("{{ $value | humanize }}", 1234567, "1.235M"),
+    ("{{ $value | humanize }}", 0.0123, "12.3m"),
+    ("{{ $labels.server }} is late", 0, "inventory is late"),
+])
+def test_annotation_templates_render_as_prometheus_does(template: str, value: float, text: str) -> None:
+    assert render_annotation(template, {"server": "inventory"}, value) == text
+
+
 def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:
-    produced = _produced_metrics() | {r.record for r in RECORDING_RULES}
-    expressions = [r.expr(MixinConfig()) for r in RECORDING_RULES] + [a.expr(MixinConfig()) for a in ALERTS]
-    expressions += [expr for model in build_dashboards(MixinConfig()).values() for _, expr in panel_queries(model)]
-    used = {name for expr in expressions for name in re.findall(r"\b((?:[a-z_]+:)?cdcwatch_[a-z0-9_]+(?::[a-z0-9_]+)?)", expr)}
-    assert used, "no metric found: the pattern is wrong"
+    produced = set(metric_types()) | {f"cdcwatch_spark_batch_duration_seconds_{s}" for s in ("bucket", "sum", "count")}
+    produced |= {"up"} | {r.record for r in RECORDING_RULES}
+    config = MixinConfig()
+    expressions = [expression(r.expr, config) for r in RECORDING_RULES] + [expression(a.expr, config) for a in ALERTS]
+    expressions += [expr for model in build_dashboards(config).values() for _, expr in panel_queries(model)]
+    used = {name for expr in expressions for name in metrics_in(expr)}
+    assert len(used) > 20, "no metric found: the pattern is wrong"
     assert used <= produced, sorted(used - produced)
 
 
-def test_dashboards_have_variables_units_and_links() -> None:
-    for name, model in build_dashboards(MixinConfig()).items():
-        variables = [v["name"] for v in model["templating"]["list"]]
-        assert variables[0] == "datasource" and len(variables) >= 2, name
-        assert model["links"] and model["links"][0]["tags"] == ["cdcwatch"], name
-        for panel in model["panels"]:
-            if panel["type"] != "row":
-                assert panel["fieldConfig"]["defaults"]["unit"], (name, panel["title"])
-                assert panel["datasource"]["uid"] == "${datasource}"
-    overview = build_dashboards(MixinConfig())["cdcwatch-overview.json"]
-    assert overview["panels"][0]["title"] == "End to end" and "Freshness" in overview["panels"][1]["title"]
-
-
-def test_selectors_and_thresholds_come_from_the_config(tmp_path: Path) -> None:
-    path = tmp_path / "mixin.yml"
-    path.write_text("selectors: {cdcwatch: 'job=\"cdc\"'}\nthresholds: {spark_freshness_seconds: 42}\n")
-    config = load_mixin_config(path)
+def test_selectors_and_thresholds_come_from_the_config() -> None:
+    config = load_mixin_config(CONFFILES / "mixin-valid.yaml")
     rules = render_files(config)[RULES_FILE]
-    assert 'cdcwatch_up{job="cdc"} == 0' in rules and "cdcwatch_spark_freshness_seconds" in rules and "> 42" in rules
+    assert 'cdcwatch_up{job="cdc", namespace=~"cdc|cdc-staging"} == 0' in rules
+    assert "cdcwatch_spark_freshness_seconds" in rules and ") > 42" in rules and "> 53687091200" in rules
+    assert "https://wiki.example.com/cdcwatch/runbook#cdcwatchtargetdown" in rules
+    assert 'job="cdcwatch"' not in rules
 
 
-@pytest.mark.parametrize("text, error", [
-    ("thresholds: {nope: 1}\n", "thresholds.nope"),
-    ("thresholds: {kafka_lag_seconds: lots}\n", "thresholds.kafka_lag_seconds"),
-    ("selectors: [\n", "not YAML"),
-])
-def test_bad_mixin_config_names_the_problem(tmp_path: Path, text: str, error: str) -> None:
-    path = tmp_path / "mixin.yml"
-    path.write_text(text)
-    with pytest.raises(ValueError, match=re.escape(error)):
-        load_mixin_config(path)
+def _expected_errors(path: Path) -> list[str]:
+    return [line.removeprefix("# error: ") for line in path.read_text().splitlines() if line.startswith("# error: ")]
+
+
+@pytest.mark.parametrize("path", sorted(CONFFILES.glob("mixin-invalid-*.yaml")), ids=lambda p: p.stem)
+def test_a_bad_mixin_config_exits_2_with_one_line_per_problem(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expected = _expected_errors(path)
+    assert expected, f"{path.name} lists no `# error:` line"
+    assert main(["alerts", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    problems = err.splitlines()[1:]
+    assert len(problems) == len(expected) and "Traceback" not in err, err
+    for line, wanted in zip(problems, expected):
+        assert line.strip().startswith(wanted), (line, wanted)
+
+
+def test_a_missing_mixin_config_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_mixin_config(tmp_path / "nope.yml")
+
+
+def test_the_runbook_names_the_alerts_the_integration_tests_prove_live() -> None:
+    live_sources = [ROOT / "tests" / "integration" / "test_observability.py", ROOT / "cdcwatch" / "stack" / "scenarios.py"]
+    names = {a.name for a in ALERTS}
+    proven = {n for path in live_sources for n in re.findall(r"\b(Cdc\w+)\b", path.read_text()) if n in names}
+    line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith("Proven live: "))
+    assert proven and set(line.removeprefix("Proven live: ").split(", ")) == proven

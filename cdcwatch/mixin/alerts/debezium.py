@@ -1,0 +1,207 @@
+"""Debezium connectors (JMX): connection, lag, queue, snapshot, schema history, lost events.
+
+Debezium registers its streaming bean with Connected=false and no events while the initial snapshot
+runs, and its queue is full by design then: those rules stand down while `snapshot_running` is 1.
+"""
+
+from cdcwatch.mixin.alerts.examples import DBZ, JVM, SLOT
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
+
+__all__ = ["GROUP"]
+
+_KEY = "job, instance, target, plugin, server"
+_STREAMING = f'{DBZ},context="streaming"'
+_SNAPSHOT = f'{DBZ},context="snapshot"'
+_LAG = "cdcwatch_debezium_lag_behind_source_seconds"
+_EVENTS = "cdcwatch_debezium_events_seen_total"
+_STATE = "cdcwatch_debezium_snapshot_state"
+
+
+def _snapshot(state: str) -> dict[str, str]:
+    """Snapshot state-set series with `state` current."""
+    return {f'{_STATE}{{{_SNAPSHOT},state="{s}"}}': "1x200" if s == state else "0x200"
+            for s in ("running", "completed")}
+
+
+RECORDINGS = (
+    Recording("server:cdcwatch_debezium_lag_behind_source_seconds:max",
+              f'max by ({_KEY}) ({_LAG}{{%(cdcwatch)s, context="streaming"}})',
+              Case("the larger of two tasks", {f'{_LAG}{{{_STREAMING},task="0"}}': "120x40",
+                                               f'{_LAG}{{{_STREAMING},task="1"}}': "30x40"}, labels=labels_of(DBZ), value=120)),
+    Recording("server:cdcwatch_debezium_events_seen:rate5m",
+              f'sum by ({_KEY}) (rate({_EVENTS}{{%(cdcwatch)s, context="streaming"}}[5m]))',
+              Case("60 events a minute", {f"{_EVENTS}{{{_STREAMING}}}": "0+60x40"}, labels=labels_of(DBZ), value=1)),
+    Recording("server:cdcwatch_debezium_snapshot_running:max",
+              f'max by ({_KEY}) ({_STATE}{{%(cdcwatch)s, state=~"running|paused"}})',
+              Case("paused counts as running", {f'{_STATE}{{{_SNAPSHOT},state="paused"}}': "1x40",
+                                                f'{_STATE}{{{_SNAPSHOT},state="running"}}': "0x40"},
+                   labels=labels_of(DBZ), value=1)),
+)
+
+_NOT_SNAPSHOTTING = f"unless on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)"
+
+ALERTS = (
+    Alert(
+        "CdcDebeziumConnectorDisconnected",
+        f'cdcwatch_debezium_connected{{%(cdcwatch)s, context="streaming"}} == 0\n{_NOT_SNAPSHOTTING}',
+        "critical", "critical",
+        "Debezium connector {{ $labels.server }} is disconnected from its database",
+        "The {{ $labels.plugin }} connector {{ $labels.server }} on {{ $labels.target }} has not been connected "
+        "to its source database for %(for)s outside a snapshot: no change is captured.",
+        fires=Case("streaming, not connected", {f"cdcwatch_debezium_connected{{{_STREAMING}}}": "0x200",
+                                                **_snapshot("completed")}, labels=labels_of(_STREAMING)),
+        quiet=Case("streaming, connected", {f"cdcwatch_debezium_connected{{{_STREAMING}}}": "1x200",
+                                            **_snapshot("completed")}),
+        more=(Case("the initial snapshot runs: Connected=false is how Debezium registers the streaming bean",
+                   {f"cdcwatch_debezium_connected{{{_STREAMING}}}": "0x200", **_snapshot("running")}),),
+    ),
+    Alert(
+        "CdcDebeziumSourceLagHigh",
+        "server:cdcwatch_debezium_lag_behind_source_seconds:max > %(debezium_lag_seconds)s\n"
+        f"and on ({_KEY})\n  server:cdcwatch_debezium_events_seen:rate5m > 0",
+        "warning", "warning",
+        "Debezium connector {{ $labels.server }} lags behind its source",
+        "The connector {{ $labels.server }} on {{ $labels.target }} processes changes "
+        "{{ $value | humanizeDuration }} after they were committed (threshold %(debezium_lag_seconds)ss).",
+        fires=Case("events flow, each 2 minutes late", {f"{_LAG}{{{_STREAMING}}}": "120x40",
+                                                        f"{_EVENTS}{{{_STREAMING}}}": "0+10x40"},
+                   labels=labels_of(DBZ), value=120),
+        quiet=Case("an idle source: the last event's lag reading stays frozen",
+                   {f"{_LAG}{{{_STREAMING}}}": "120x40", f"{_EVENTS}{{{_STREAMING}}}": "500x40"}),
+        since="1m",
+        more=(Case("events flow on time", {f"{_LAG}{{{_STREAMING}}}": "5x40", f"{_EVENTS}{{{_STREAMING}}}": "0+10x40"}),),
+    ),
+    Alert(
+        "CdcDebeziumNoEventsWhileSourceBusy",
+        "server:cdcwatch_debezium_events_seen:rate5m == 0\n"
+        "and on (server)\n"
+        "  max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s}[10m])) > 0\n"
+        f"{_NOT_SNAPSHOTTING}",
+        "critical", "warning",
+        "Debezium connector {{ $labels.server }} emits nothing while its source writes",
+        "The connector {{ $labels.server }} has seen no change for %(for)s while the WAL its replication slot has "
+        "not confirmed keeps growing: the connector is stuck (its lag reading is frozen), not idle.",
+        fires=Case("no event while the slot's unconfirmed WAL grows",
+                   {f"{_EVENTS}{{{_STREAMING}}}": "500x40",
+                    f"cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{{{SLOT}}}": "0+4096x40",
+                    **_snapshot("completed")}, labels=labels_of(DBZ)),
+        quiet=Case("events flow", {f"{_EVENTS}{{{_STREAMING}}}": "500+20x40",
+                                   f"cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{{{SLOT}}}": "0+4096x40",
+                                   **_snapshot("completed")}),
+        since="1m",
+        more=(Case("the initial snapshot runs: streaming has seen nothing yet while the WAL grows",
+                   {f"{_EVENTS}{{{_STREAMING}}}": "0x40",
+                    f"cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{{{SLOT}}}": "0+4096x40",
+                    **_snapshot("running")}),
+              Case("an idle source: no event and no WAL", {
+                  f"{_EVENTS}{{{_STREAMING}}}": "500x40",
+                  f"cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{{{SLOT}}}": "0x40",
+                  **_snapshot("completed")})),
+    ),
+    Alert(
+        "CdcDebeziumQueueSaturated",
+        'cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, context="streaming"}\n'
+        '  / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, context="streaming"}\n'
+        f"< %(debezium_queue_free_ratio)s\n{_NOT_SNAPSHOTTING}",
+        "warning", "warning",
+        "Debezium connector {{ $labels.server }}: its change queue is nearly full",
+        "Only {{ $value | humanizePercentage }} of the queue between the reader of {{ $labels.server }} and Kafka "
+        "is free (threshold %(debezium_queue_free_ratio)s): the connector reads faster than Kafka Connect ships.",
+        fires=Case("streaming, 1 % free", {f"cdcwatch_debezium_queue_remaining_capacity{{{_STREAMING}}}": "82x40",
+                                            f"cdcwatch_debezium_queue_capacity{{{_STREAMING}}}": "8192x40",
+                                            **_snapshot("completed")},
+                   labels=labels_of(_STREAMING), value=82 / 8192),
+        quiet=Case("streaming, nearly empty", {f"cdcwatch_debezium_queue_remaining_capacity{{{_STREAMING}}}": "8000x40",
+                                               f"cdcwatch_debezium_queue_capacity{{{_STREAMING}}}": "8192x40",
+                                               **_snapshot("completed")}),
+        more=(Case("the snapshot fills the queue by design", {
+            f"cdcwatch_debezium_queue_remaining_capacity{{{_STREAMING}}}": "0x40",
+            f"cdcwatch_debezium_queue_capacity{{{_STREAMING}}}": "8192x40", **_snapshot("running")}),),
+    ),
+    Alert(
+        "CdcDebeziumSnapshotAborted",
+        f'{_STATE}{{%(cdcwatch)s, state="aborted"}} == 1',
+        "critical", "instant",
+        "Debezium connector {{ $labels.server }}: its snapshot was aborted",
+        "The snapshot of {{ $labels.server }} on {{ $labels.target }} was aborted; the target misses the rows "
+        "it had not copied until the snapshot is run again.",
+        fires=Case("aborted", {f'{_STATE}{{{_SNAPSHOT},state="aborted"}}': "1x40"},
+                   labels=labels_of(_SNAPSHOT, 'state="aborted"'), value=1),
+        quiet=Case("not aborted", {f'{_STATE}{{{_SNAPSHOT},state="aborted"}}': "0x40"}),
+    ),
+    Alert(
+        "CdcDebeziumSnapshotTooLong",
+        "cdcwatch_debezium_snapshot_duration_seconds{%(cdcwatch)s} > %(snapshot_max_seconds)s\n"
+        f'and on ({_KEY})\n  {_STATE}{{%(cdcwatch)s, state="running"}} == 1',
+        "warning", "warning",
+        "Debezium connector {{ $labels.server }}: the snapshot runs too long",
+        "The snapshot of {{ $labels.server }} has run for {{ $value | humanizeDuration }} "
+        "(threshold %(snapshot_max_seconds)ss); streaming starts only after it.",
+        fires=Case("running for 8 hours", {"cdcwatch_debezium_snapshot_duration_seconds{%s}" % _SNAPSHOT: "30000+60x40",
+                                           f'{_STATE}{{{_SNAPSHOT},state="running"}}': "1x40"},
+                   labels=labels_of(_SNAPSHOT), value=30000 + 60 * 20),
+        quiet=Case("finished", {"cdcwatch_debezium_snapshot_duration_seconds{%s}" % _SNAPSHOT: "30000+60x40",
+                                f'{_STATE}{{{_SNAPSHOT},state="running"}}': "0x40"}),
+        boundary_value=30000 + 60 * 10,
+    ),
+    Alert(
+        "CdcDebeziumSchemaHistoryNotRunning",
+        f'max by ({_KEY}) (cdcwatch_debezium_schema_history_state{{%(cdcwatch)s, state=~"stopped|recovering"}}) == 1',
+        "critical", "critical",
+        "Debezium connector {{ $labels.server }}: schema history is not running",
+        "The schema history of {{ $labels.server }} has not been RUNNING for %(for)s: the connector cannot read "
+        "the log with the right table schemas.",
+        fires=Case("stopped", {f'cdcwatch_debezium_schema_history_state{{{DBZ},context="schema-history",state="stopped"}}': "1x40"},
+                   labels=labels_of(DBZ), value=1),
+        quiet=Case("not stopped", {f'cdcwatch_debezium_schema_history_state{{{DBZ},context="schema-history",state="stopped"}}': "0x40"}),
+    ),
+    Alert(
+        "CdcDebeziumErroneousEvents",
+        f"sum by ({_KEY}) (increase(cdcwatch_debezium_erroneous_events_total{{%(cdcwatch)s}}[10m])) > 0",
+        "warning", "instant",
+        "Debezium connector {{ $labels.server }} hits erroneous events",
+        "The connector {{ $labels.server }} on {{ $labels.target }} counted events it could not process in the "
+        "last 10 minutes; its log names the failing records.",
+        fires=Case("one more every minute", {f"cdcwatch_debezium_erroneous_events_total{{{_STREAMING}}}": "0+1x40"},
+                   labels=labels_of(DBZ), value=10),
+        quiet=Case("a constant count", {f"cdcwatch_debezium_erroneous_events_total{{{_STREAMING}}}": "3x40"}),
+        since="1m", boundary_value=2,
+    ),
+    Alert(
+        "CdcDebeziumEventsDiscarded",
+        f"sum by ({_KEY}) (increase(cdcwatch_debezium_binlog_skipped_events_total{{%(cdcwatch)s}}[10m])) > 0\n"
+        f"or sum by ({_KEY}) (increase(cdcwatch_debezium_logminer_abandoned_transactions_total{{%(cdcwatch)s}}[10m])) > 0\n"
+        f"or sum by ({_KEY}) (increase(cdcwatch_debezium_logminer_oversized_transactions_total{{%(cdcwatch)s}}[10m])) > 0",
+        "critical", "instant",
+        "Debezium connector {{ $labels.server }} discards changes",
+        "The connector {{ $labels.server }} on {{ $labels.target }} skipped binlog events or abandoned or discarded "
+        "transactions in the last 10 minutes: those changes never reach Kafka.",
+        fires=Case("an abandoned transaction", {
+            f"cdcwatch_debezium_binlog_skipped_events_total{{{_STREAMING}}}": "0x40",
+            f"cdcwatch_debezium_logminer_abandoned_transactions_total{{{_STREAMING}}}": "0x10 1x30",
+            f"cdcwatch_debezium_logminer_oversized_transactions_total{{{_STREAMING}}}": "0x40"},
+            at="15m", labels=labels_of(DBZ), value=1),
+        quiet=Case("nothing discarded", {
+            f"cdcwatch_debezium_binlog_skipped_events_total{{{_STREAMING}}}": "2x40",
+            f"cdcwatch_debezium_logminer_abandoned_transactions_total{{{_STREAMING}}}": "0x40",
+            f"cdcwatch_debezium_logminer_oversized_transactions_total{{{_STREAMING}}}": "1x40"}),
+        since="11m",
+    ),
+    Alert(
+        "CdcDebeziumMetricsVanished",
+        "cdcwatch_debezium_mbeans{%(cdcwatch)s} == 0",
+        "critical", "critical",
+        "Debezium beans vanished from {{ $labels.target }}",
+        "The JVM of {{ $labels.target }} answers but registers no Debezium connector bean: the connector or its "
+        "task stopped, or failed at start (see Kafka Connect's task state).",
+        fires=Case("the beans are gone", {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3 3 3 0x200"},
+                   labels=labels_of(JVM)),
+        quiet=Case("beans registered", {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3x40"}),
+        since="3m",
+        more=(Case("still gone two hours later: the alert holds",
+                   {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3 3 3 0x200"}, at="150m",
+                   labels=labels_of(JVM)),),
+    ),
+)
+
+GROUP = Group("cdcwatch-debezium", RECORDINGS, ALERTS)

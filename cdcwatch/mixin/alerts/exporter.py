@@ -1,0 +1,84 @@
+"""The monitor itself: cdcwatch and the Spark listener reachable, their targets collected, their
+configuration and limits."""
+
+from cdcwatch.mixin.alerts.examples import EXPORTER, SPARK
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
+
+__all__ = ["GROUP"]
+
+_DRIVER = SPARK.split(",query")[0]
+
+ALERTS = (
+    Alert(
+        "CdcwatchTargetDown",
+        "cdcwatch_up{%(cdcwatch)s} == 0",
+        "warning", "critical",
+        "cdcwatch cannot reach {{ $labels.target }} ({{ $labels.collector }})",
+        "The {{ $labels.collector }} collection from {{ $labels.target }} has failed for %(for)s; cdcwatch's log "
+        "says why (refused, timeout, authentication). The alerts on that target's series are blind.",
+        fires=Case("failing", {f'cdcwatch_up{{{EXPORTER},collector="debezium",target="connect"}}': "0x40"},
+                   labels=labels_of(EXPORTER, 'collector="debezium",target="connect"')),
+        quiet=Case("collected", {f'cdcwatch_up{{{EXPORTER},collector="debezium",target="connect"}}': "1x40"}),
+    ),
+    Alert(
+        "CdcwatchEndpointDown",
+        "up{%(cdcwatch)s} == 0 or up{%(spark)s} == 0",
+        "warning", "critical",
+        "Prometheus cannot scrape {{ $labels.job }} at {{ $labels.instance }}",
+        "{{ $labels.instance }} ({{ $labels.job }}) has not answered Prometheus for %(for)s: its metrics, and every "
+        "alert built on them, are blind.",
+        fires=Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
+                   labels=labels_of(_DRIVER)),
+        quiet=Case("both answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "1x40"}),
+    ),
+    Alert(
+        "CdcwatchEndpointAbsent",
+        "absent(up{%(cdcwatch)s})",
+        "warning", "warning",
+        "Prometheus has no cdcwatch target",
+        "No scrape target of {{ $labels.job }} has existed for %(for)s: cdcwatch fell out of service discovery, "
+        "and every cdcwatch alert is silent.",
+        fires=Case("no target", {f"up{{{_DRIVER}}}": "1x40"}, labels=labels_of(EXPORTER.split(",instance")[0]), value=1),
+        quiet=Case("a target", {f"up{{{EXPORTER}}}": "1x40"}),
+    ),
+    Alert(
+        "CdcwatchScrapeSlow",
+        "cdcwatch_scrape_duration_seconds{%(cdcwatch)s} > %(scrape_duration_seconds)s",
+        "info", "warning",
+        "Collecting from {{ $labels.target }} is slow",
+        "The {{ $labels.collector }} collection from {{ $labels.target }} takes {{ $value | humanizeDuration }} "
+        "(threshold %(scrape_duration_seconds)ss); keep it well below Prometheus' scrape timeout.",
+        fires=Case("8 s", {f'cdcwatch_scrape_duration_seconds{{{EXPORTER},collector="kafka",target="main"}}': "8x40"},
+                   labels=labels_of(EXPORTER, 'collector="kafka",target="main"'), value=8),
+        quiet=Case("0.2 s", {f'cdcwatch_scrape_duration_seconds{{{EXPORTER},collector="kafka",target="main"}}': "0.2x40"}),
+    ),
+    Alert(
+        "CdcwatchConfigReloadFailed",
+        "cdcwatch_config_last_reload_successful{%(cdcwatch)s} == 0",
+        "info", "instant",
+        "cdcwatch rejected its new configuration",
+        "The last reload of cdcwatch's configuration at {{ $labels.instance }} failed; the previous one stays in use "
+        "until the file is fixed. Its log names the problems.",
+        fires=Case("rejected", {f"cdcwatch_config_last_reload_successful{{{EXPORTER}}}": "0x40"},
+                   labels=labels_of(EXPORTER)),
+        quiet=Case("loaded", {f"cdcwatch_config_last_reload_successful{{{EXPORTER}}}": "1x40"}),
+    ),
+    Alert(
+        "CdcwatchSeriesDropped",
+        "sum by (job, instance, target) (increase(cdcwatch_series_dropped_total{%(cdcwatch)s}[10m])) > 0\n"
+        "or sum by (job, instance, target) (increase(cdcwatch_kafka_series_dropped_total{%(cdcwatch)s}[10m])) > 0",
+        "info", "instant",
+        "cdcwatch drops series of {{ $labels.target }}",
+        "{{ $labels.target }} exported more series than limits.max_series_per_target (or the Kafka collector's "
+        "max_partitions) allows in the last 10 minutes: the dashboards and alerts miss the rest.",
+        fires=Case("dropping", {f'cdcwatch_series_dropped_total{{{EXPORTER},collector="kafka",target="main"}}': "0+50x40",
+                                f'cdcwatch_kafka_series_dropped_total{{{EXPORTER},target="main"}}': "0x40"},
+                   labels=labels_of(EXPORTER, 'target="main"'), value=500),
+        quiet=Case("nothing dropped lately", {
+            f'cdcwatch_series_dropped_total{{{EXPORTER},collector="kafka",target="main"}}': "50x40",
+            f'cdcwatch_kafka_series_dropped_total{{{EXPORTER},target="main"}}': "3x40"}),
+        since="1m", boundary_value=100,
+    ),
+)
+
+GROUP = Group("cdcwatch-self", (), ALERTS)

@@ -1,0 +1,75 @@
+"""Alerts and recording rules as data: PromQL templates plus the examples that prove them.
+
+Templates are plain PromQL and text with `%(name)s` placeholders (`MixinConfig.placeholders()`, and
+`%(for)s` for the alert's own `for`). Every alert carries the cases `promtool test rules` runs: where it
+fires (exact labels and value), where it stays quiet on the very metrics it reads, and any situation of
+the pipeline's life it must survive (a snapshot, an idle source, series that vanish).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from cdcwatch.mixin.config import MixinConfig
+
+__all__ = ["Alert", "Case", "Group", "Recording", "labels_of"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """Input series (promtool notation) and what the alert does at `at`: fire with `labels` (besides
+    alertname and severity) and `value`, or stay quiet (`labels` None)."""
+
+    why: str
+    series: Mapping[str, str]
+    at: str = "20m"
+    labels: Mapping[str, str] | None = None
+    value: float = 0.0
+
+
+@dataclass(frozen=True)
+class Recording:
+    record: str
+    expr: str
+    example: Case
+    """Input series, and the one sample (`labels`, `value`) the rule makes of them at `at`."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    expr: str
+    severity: str
+    """critical: data stops flowing or will be lost; warning: degraded; info: the monitor itself."""
+    pace: str
+    """Which `for` of `MixinConfig.durations` applies: critical, warning or instant."""
+    summary: str
+    description: str
+    fires: Case
+    quiet: Case
+    """Fed every metric the rule reads, yet quiet."""
+    since: str = "0m"
+    """First evaluation at which the expression holds on `fires.series`: the `for` counts from here."""
+    boundary_value: float | None = None
+    """The value when the `for` has just elapsed, when it differs from `fires.value`."""
+    more: tuple[Case, ...] = field(default_factory=tuple)
+
+    def for_(self, config: MixinConfig) -> str:
+        return str(getattr(config.durations, self.pace))
+
+
+@dataclass(frozen=True)
+class Group:
+    """One rule group (one area of the pipeline): recording rules first, the alerts that use them after."""
+
+    name: str
+    recordings: tuple[Recording, ...]
+    alerts: tuple[Alert, ...]
+
+
+def labels_of(*selectors: str) -> dict[str, str]:
+    """The labels `name="value"` pairs of one or more selector texts spell out."""
+    return dict(re.findall(r'(\w+)="([^"]*)"', ",".join(selectors)))

@@ -1,0 +1,31 @@
+"""The Grafana dashboards, one module per dashboard, linked to each other by the `cdcwatch` tag."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from cdcwatch.mixin.config import MixinConfig
+from cdcwatch.mixin.dashboards.connect import CONNECT
+from cdcwatch.mixin.dashboards.debezium import DEBEZIUM
+from cdcwatch.mixin.dashboards.kafka import KAFKA
+from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, panel_queries
+from cdcwatch.mixin.dashboards.overview import OVERVIEW
+from cdcwatch.mixin.dashboards.spark import SPARK
+
+__all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "panel_queries"]
+
+DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK)
+
+
+def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:
+    """File name → dashboard JSON model (the classic model every Grafana from 10 on imports; the SDK
+    warns that it prefers its v2 resources, which older Grafanas cannot import)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return {f"{spec.uid}.json": build(spec, config) for spec in DASHBOARDS}
+
+
+def conditional_exprs(config: MixinConfig) -> dict[str, str]:
+    """Every dashboard query that is empty on a healthy pipeline → when it has series."""
+    return {expr: when for spec in DASHBOARDS for expr, when in conditional_queries(spec, config).items()}

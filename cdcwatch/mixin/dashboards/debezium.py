@@ -1,0 +1,73 @@
+"""Debezium connectors: snapshot progress, streaming, queue and schema history."""
+
+from cdcwatch.mixin.dashboards.model import CONNECTED, DashboardSpec, PanelSpec, Query, Threshold, Variable
+
+__all__ = ["DEBEZIUM"]
+
+_SEL = '%(cdcwatch)s, target=~"$target", server=~"$server"'
+
+DEBEZIUM = DashboardSpec(
+    "cdcwatch-debezium", "CDC: Debezium connectors",
+    "Snapshot progress, streaming lag, queue and schema history per connector (JMX through cdcwatch).",
+    "cdcwatch_debezium_mbeans{%(only_cdcwatch)s",
+    (Variable("target", 'label_values(cdcwatch_debezium_mbeans{%(cdcwatch)s}, target)'),
+     Variable("server", 'label_values(cdcwatch_debezium_connected{%(cdcwatch)s, target=~"$target"}, server)')),
+    (
+        ("Snapshot", (
+            PanelSpec("Snapshot state", "The current state of each connector's snapshot.", "none",
+                      (Query(f"max by (server, state) (cdcwatch_debezium_snapshot_state{{{_SEL}}} == 1)", "{{server}}: {{state}}"),),
+                      kind="states", alerts=("CdcDebeziumSnapshotAborted",)),
+            PanelSpec("Tables remaining of total", "Tables the snapshot has yet to copy, and all it includes.", "short",
+                      (Query(f"max by (server) (cdcwatch_debezium_snapshot_remaining_tables{{{_SEL}}})", "{{server}} remaining"),
+                       Query(f"max by (server) (cdcwatch_debezium_snapshot_tables{{{_SEL}}})", "{{server}} total"))),
+            PanelSpec("Rows scanned per table", "Rows the snapshot has read from each table so far (updated every 10,000 "
+                      "rows and when a table completes).", "short",
+                      (Query(f"max by (server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{{{_SEL}}})",
+                             "{{server}} {{table}}"),), kind="bargauge"),
+            PanelSpec("Snapshot duration", "Time the snapshot has taken so far, paused time included.", "s",
+                      (Query(f"max by (server) (cdcwatch_debezium_snapshot_duration_seconds{{{_SEL}}})", "{{server}}"),),
+                      threshold=Threshold("snapshot_max_seconds")),
+        )),
+        ("Streaming", (
+            PanelSpec("Connected", "Whether the streaming reader is connected; Debezium reports it disconnected while "
+                      "the initial snapshot runs.", "none",
+                      (Query(f'max by (server) (cdcwatch_debezium_connected{{{_SEL}, context="streaming"}})', "{{server}}"),),
+                      kind="stat", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
+            PanelSpec("Lag behind the source", "Time between a change's commit and Debezium processing it (last event; "
+                      "frozen while the source is idle).", "s",
+                      (Query('server:cdcwatch_debezium_lag_behind_source_seconds:max{%(scope)s, target=~"$target", '
+                             'server=~"$server"}', "{{server}}"),), threshold=Threshold("debezium_lag_seconds")),
+            PanelSpec("Events by operation", "Change events the streaming reader sees per second, by operation.", "ops",
+                      (Query(f'sum by (server, operation) (rate(cdcwatch_debezium_events_by_operation_total{{{_SEL}, '
+                             f'context="streaming"}}[$__rate_interval]))', "{{server}} {{operation}}"),),
+                      alerts=("CdcDebeziumNoEventsWhileSourceBusy",)),
+            PanelSpec("Seconds since the last event", "Time since the reader processed its most recent event.", "s",
+                      (Query(f'max by (server) (cdcwatch_debezium_seconds_since_last_event{{{_SEL}, context="streaming"}})',
+                             "{{server}}"),)),
+        )),
+        ("Queue", (
+            PanelSpec("Queue free", "Free share of the queue between the reader and Kafka Connect (full during a "
+                      "snapshot by design).", "percentunit",
+                      (Query(f'min by (server, context) (cdcwatch_debezium_queue_remaining_capacity{{{_SEL}}} '
+                             f'/ cdcwatch_debezium_queue_capacity{{{_SEL}}})', "{{server}} {{context}}"),),
+                      threshold=Threshold("debezium_queue_free_ratio", below=True)),
+            PanelSpec("Erroneous and discarded events", "Events the connector could not process, skipped binlog events "
+                      "and abandoned transactions, per interval.", "short",
+                      (Query(f"sum by (server) (increase(cdcwatch_debezium_erroneous_events_total{{{_SEL}}}[$__rate_interval]))",
+                             "{{server}} erroneous"),
+                       Query(f"sum by (server) (increase(cdcwatch_debezium_binlog_skipped_events_total{{{_SEL}}}[$__rate_interval]))",
+                             "{{server}} binlog skipped", when="a MySQL connector runs"),
+                       Query("sum by (server) (increase(cdcwatch_debezium_logminer_abandoned_transactions_total"
+                             f"{{{_SEL}}}[$__rate_interval]))", "{{server}} abandoned", when="an Oracle connector runs")),
+                      alerts=("CdcDebeziumErroneousEvents", "CdcDebeziumEventsDiscarded")),
+        )),
+        ("Schema history", (
+            PanelSpec("Schema history state", "The current state of the schema history (MySQL, SQL Server, Oracle, Db2).",
+                      "none", (Query(f"max by (server, state) (cdcwatch_debezium_schema_history_state{{{_SEL}}} == 1)",
+                                     "{{server}}: {{state}}"),),
+                      kind="states", alerts=("CdcDebeziumSchemaHistoryNotRunning",)),
+            PanelSpec("Schema changes applied", "Schema changes applied per interval, during recovery and at run time.", "short",
+                      (Query("sum by (server) (increase(cdcwatch_debezium_schema_history_changes_applied_total"
+                             f"{{{_SEL}}}[$__rate_interval]))", "{{server}}"),)),
+        )),
+    ))

@@ -1,0 +1,45 @@
+"""Kafka: consumer group lag in seconds, messages and status, its spread over partitions, topic throughput."""
+
+from cdcwatch.mixin.dashboards.model import STATUS, DashboardSpec, PanelSpec, Query, Threshold, Variable
+
+__all__ = ["KAFKA"]
+
+_SEL = '%(cdcwatch)s, target=~"$cluster", group=~"$group", topic=~"$topic"'
+_TOPIC = '%(cdcwatch)s, target=~"$cluster", topic=~"$topic"'
+
+KAFKA = DashboardSpec(
+    "cdcwatch-kafka", "CDC: Kafka consumer lag",
+    "Lag of every consumer group on the CDC topics, in seconds, in messages and as a status; topic throughput.",
+    "cdcwatch_kafka_topic_partitions{%(only_cdcwatch)s",
+    (Variable("cluster", "label_values(cdcwatch_kafka_topic_partitions{%(cdcwatch)s}, target)"),
+     Variable("group", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch)s, target=~"$cluster"}, group)'),
+     Variable("topic", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch)s, target=~"$cluster", '
+                       'group=~"$group"}, topic)')),
+    (
+        ("Lag", (
+            PanelSpec("Lag in seconds", "Age of the next message each group will read, per topic (0 when caught up).", "s",
+                      (Query('group_topic:cdcwatch_kafka_consumergroup_lag_seconds:max{%(scope)s, target=~"$cluster", '
+                             'group=~"$group", topic=~"$topic"}', "{{group}} {{topic}}"),),
+                      threshold=Threshold("kafka_lag_seconds")),
+            PanelSpec("Lag in messages", "Messages between each group's committed offset and the log end.", "short",
+                      (Query(f"sum by (group, topic) (cdcwatch_kafka_consumergroup_topic_lag_messages{{{_SEL}}})",
+                             "{{group}} {{topic}}"),)),
+            PanelSpec("Status", "Burrow-style status of each group on each topic over the sliding window.", "none",
+                      (Query(f"max by (group, topic) (cdcwatch_kafka_consumergroup_status_code{{{_SEL}}})", "{{group}} {{topic}}"),),
+                      kind="stat", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerRewound")),
+        )),
+        ("Lag over partitions", (
+            PanelSpec("Lag heatmap", "How the partitions' lag in seconds spreads over time: a band moving up is a group "
+                      "falling behind everywhere, a few high cells are hot partitions.", "s",
+                      (Query(f"cdcwatch_kafka_consumergroup_lag_seconds{{{_SEL}}}", "{{group}} {{topic}} {{partition}}"),),
+                      kind="heatmap"),
+        )),
+        ("Topics", (
+            PanelSpec("Messages produced", "Messages appended to each topic per second: the slope of its log end offset "
+                      "(a gauge, so deriv, not rate).", "ops",
+                      (Query(f"sum by (topic) (deriv(cdcwatch_kafka_log_end_offset{{{_TOPIC}}}[$__rate_interval]))", "{{topic}}"),)),
+            PanelSpec("Newest change: age", "Age of the newest source commit each topic holds.", "s",
+                      (Query(f"time() - max by (topic) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{{{_TOPIC}}})",
+                             "{{topic}}"),), threshold=Threshold("kafka_data_age_seconds")),
+        )),
+    ))

@@ -1,0 +1,187 @@
+"""Dashboards as data (`DashboardSpec`), built into Grafana's classic JSON model with grafana-foundation-sdk.
+
+Queries are PromQL with `%(name)s` placeholders: `%(cdcwatch)s` / `%(spark)s` are the mixin's selectors plus
+the dashboard's `$job` and `$instance` variables, `%(scope)s` those two alone (for recorded series). A panel's
+threshold names a threshold of the mixin config: the panel draws the value the alert uses and links to the
+runbook section of that alert.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdcwatch.mixin.alerts import ALERTS
+from cdcwatch.mixin.config import MixinConfig
+
+__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable", "build", "conditional_queries", "panel_queries", "threshold_alert"]
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str
+    when: str = ""
+    """Set when the query has series only in some situations (a task failed, JMX collected): what they are."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str
+    """A field of `MixinConfig.thresholds`."""
+    below: bool = False
+    """Red below the value (free capacity), not above it."""
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Value → text and colour (0 → red "disconnected")."""
+
+    value: int
+    text: str
+    color: str
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    title: str
+    description: str
+    unit: str
+    queries: tuple[Query, ...]
+    kind: str = "timeseries"
+    """timeseries | stat | states (stat showing each series' name: state sets) | heatmap | table | bargauge"""
+    threshold: Threshold | None = None
+    mappings: tuple[Mapping, ...] = ()
+    alerts: tuple[str, ...] = ()
+    """Alerts (besides the threshold's) whose runbook sections the panel links to."""
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    query: str
+    """label_values(selector, label): the selector may use %(only_cdcwatch)s / %(only_spark)s (the mixin's
+    selectors alone) and earlier variables."""
+
+
+@dataclass(frozen=True)
+class DashboardSpec:
+    uid: str
+    title: str
+    description: str
+    source: str
+    """Series selector (without braces' closing) whose `job` and `instance` values feed $job and $instance,
+    e.g. `cdcwatch_up{%(only_cdcwatch)s`."""
+    variables: tuple[Variable, ...]
+    rows: tuple[tuple[str, tuple[PanelSpec, ...]], ...]
+    tags: tuple[str, ...] = field(default=("cdcwatch",))
+
+
+def threshold_alert(name: str) -> str:
+    """The alert whose expression compares with threshold `name`."""
+    users = [a.name for a in ALERTS if f"%({name})s" in a.expr]
+    if len(users) != 1:
+        raise ValueError(f"threshold {name} is used by {users or 'no alert'}: a panel threshold needs exactly one")
+    return users[0]
+
+
+def _placeholders(config: MixinConfig) -> dict[str, str]:
+    scope = 'job=~"$job", instance=~"$instance"'
+    return {"cdcwatch": f"{config.selectors.cdcwatch}, {scope}", "spark": f"{config.selectors.spark}, {scope}",
+            "scope": scope, "only_cdcwatch": config.selectors.cdcwatch, "only_spark": config.selectors.spark}
+
+
+def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
+    from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
+    from grafana_foundation_sdk.models.common import (BigValueColorMode, BigValueTextMode, GraphThresholdsStyleMode,
+                                                      LegendDisplayMode, LegendPlacement)
+    from grafana_foundation_sdk.models.dashboard import (DashboardLinkType, DataSourceRef, Threshold as Step,
+                                                         ThresholdsMode, ValueMap, ValueMappingResult)
+    from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+    kinds = {"timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
+             "table": table.Panel, "bargauge": bargauge.Panel}
+    builder = (kinds[spec.kind]().title(spec.title).description(spec.description).unit(spec.unit)
+               .datasource(DataSourceRef(type_val="prometheus", uid=config.datasource_uid)).span(width).height(8))
+    if spec.kind == "timeseries":
+        builder = builder.legend(common.VizLegendOptions().show_legend(True).display_mode(LegendDisplayMode.LIST)
+                                 .placement(LegendPlacement.BOTTOM))
+    if spec.kind == "states":
+        builder = builder.text_mode(BigValueTextMode.NAME).color_mode(BigValueColorMode.NONE)
+    if spec.kind == "heatmap":
+        builder = builder.calculate(True)
+    alerts = list(spec.alerts)
+    if spec.threshold is not None:
+        value = getattr(config.thresholds, spec.threshold.name)
+        low, high = ("red", "green") if spec.threshold.below else ("green", "red")
+        builder = builder.thresholds(dashboard.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE)
+                                     .steps([Step(None, low), Step(value, high)]))
+        if spec.kind == "timeseries":
+            builder = builder.thresholds_style(common.GraphThresholdsStyleConfig().mode(GraphThresholdsStyleMode.DASHED))
+        alerts.insert(0, threshold_alert(spec.threshold.name))
+    if spec.mappings:
+        builder = builder.mappings([ValueMap({str(m.value): ValueMappingResult(text=m.text, color=m.color, index=i)
+                                              for i, m in enumerate(spec.mappings)})])
+    if alerts:
+        builder = builder.links([dashboard.DashboardLink(f"Runbook: {name}").type(DashboardLinkType.LINK)
+                                 .url(config.runbook(name)).target_blank(True) for name in alerts])
+    for index, query in enumerate(spec.queries):
+        target = (prometheus.Dataquery().expr(_fill(query.expr, values)).legend_format(query.legend)
+                  .ref_id("ABCDEFGH"[index]))
+        if spec.kind == "table":
+            target = target.format(PromQueryFormat.TABLE).instant()
+        builder = builder.with_target(target)
+    return builder
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    return template % values
+
+
+def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
+    """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
+    multi-valued with All; one row per group of panels."""
+    from grafana_foundation_sdk.builders import dashboard
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.models.dashboard import DashboardLinkType, DataSourceRef, VariableRefresh, VariableSort
+
+    values = _placeholders(config)
+    datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
+    board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
+             .refresh("30s").time("now-1h", "now").timezone("browser").readonly()
+             .link(dashboard.DashboardLink("CDC dashboards").type(DashboardLinkType.DASHBOARDS).tags(["cdcwatch"])
+                   .as_dropdown(True).include_vars(True).keep_time(True))
+             .with_variable(dashboard.DatasourceVariable("datasource").label("Data source").type("prometheus")))
+    variables = (Variable("job", f"label_values({spec.source}}}, job)"),
+                 Variable("instance", f'label_values({spec.source}, job=~"$job"}}, instance)'))
+    for variable in variables + spec.variables:
+        query = _fill(variable.query, values)
+        board = board.with_variable(
+            dashboard.QueryVariable(variable.name).label(variable.name.capitalize()).datasource(datasource).query(query)
+            .definition(query).refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC)
+            .multi(True).include_all(True).all_value(".+"))
+    for title, panels in spec.rows:
+        board = board.with_row(dashboard.Row(title))
+        for panel in panels:
+            board = board.with_panel(_panel(panel, config, values, 24 // len(panels)))
+    return json.loads(json.dumps(board.build(), cls=JSONEncoder))
+
+
+def conditional_queries(spec: DashboardSpec, config: MixinConfig) -> dict[str, str]:
+    """Expression → when it has series, for the queries that are empty on a healthy pipeline."""
+    values = _placeholders(config)
+    return {_fill(q.expr, values): q.when for _, panels in spec.rows for p in panels for q in p.queries if q.when}
+
+
+def panel_queries(model: dict[str, Any]) -> list[tuple[str, str]]:
+    """(panel title, PromQL expression) of every query of a dashboard model."""
+    return [(panel["title"], target["expr"]) for panel in model.get("panels", []) if panel.get("type") != "row"
+            for target in panel.get("targets", [])]
+
+
+CONNECTED = (Mapping(0, "disconnected", "red"), Mapping(1, "connected", "green"))
+UP = (Mapping(0, "down", "red"), Mapping(1, "up", "green"))
+ACTIVE = (Mapping(0, "inactive", "red"), Mapping(1, "active", "green"))
+STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "yellow"), Mapping(2, "STALL", "red"), Mapping(3, "STOP", "red"),
+          Mapping(4, "REWIND", "orange"))

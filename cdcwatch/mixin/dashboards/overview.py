@@ -1,0 +1,76 @@
+"""The pipeline overview: one row per stage, end-to-end freshness first."""
+
+from cdcwatch.mixin.dashboards.model import ACTIVE, CONNECTED, UP, DashboardSpec, PanelSpec, Query, Threshold, Variable
+
+__all__ = ["OVERVIEW"]
+
+OVERVIEW = DashboardSpec(
+    "cdcwatch-overview", "CDC pipeline overview",
+    "Source → Debezium → Kafka Connect → Kafka → Spark, one row per stage; end-to-end freshness first. "
+    "Walk it left to right: the first red stage is where the pipeline stopped.",
+    '{__name__=~"cdcwatch_up|cdcwatch_spark_query_state"',
+    (Variable("server", 'label_values(cdcwatch_spark_freshness_seconds{%(only_spark)s, job=~"$job"}, server)'),),
+    (
+        ("End to end", (
+            PanelSpec("Freshness of the target", "Age of the newest change or heartbeat the apply job has applied.", "s",
+                      (Query('max by (query, server) (cdcwatch_spark_freshness_seconds{%(spark)s, server=~"$server"})',
+                             "{{query}} ({{server}})"),), kind="stat", threshold=Threshold("spark_freshness_seconds")),
+            PanelSpec("Apply lag p99", "How long after their source commit the last batch's changes were applied (p99).", "s",
+                      (Query('query:cdcwatch_spark_apply_lag_seconds:p99{%(scope)s, server=~"$server"}', "{{query}} ({{server}})"),),
+                      threshold=Threshold("spark_apply_lag_seconds")),
+        )),
+        ("Source: PostgreSQL replication slots", (
+            PanelSpec("WAL retained by the slot", "WAL the database keeps for the slot (current position − restart_lsn).",
+                      "bytes", (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_retained_wal_bytes'
+                                      '{%(cdcwatch)s, server=~"$server"})', "{{slot}}"),),
+                      threshold=Threshold("slot_retained_wal_bytes")),
+            PanelSpec("Safe WAL size", "WAL that can still be written before the slot risks losing WAL (needs "
+                      "max_slot_wal_keep_size).", "bytes",
+                      (Query('min by (slot, server) (cdcwatch_postgres_replication_slot_safe_wal_size_bytes'
+                             '{%(cdcwatch)s, server=~"$server"})', "{{slot}}", when="the source sets max_slot_wal_keep_size"),),
+                      alerts=("CdcPostgresSlotSafeWalRunningOut",)),
+            PanelSpec("Slot active", "Whether a consumer reads the slot.", "none",
+                      (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_active{%(cdcwatch)s, server=~"$server"})',
+                             "{{slot}}"),), kind="stat", mappings=ACTIVE, alerts=("CdcPostgresSlotInactive",)),
+        )),
+        ("Debezium", (
+            PanelSpec("Connected", "Whether the streaming reader is connected to its database (not during a snapshot).",
+                      "none", (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming", '
+                                     'server=~"$server"})', "{{server}}"),),
+                      kind="stat", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
+            PanelSpec("Lag behind the source", "Time between a change's commit and Debezium processing it (last event).",
+                      "s", (Query('server:cdcwatch_debezium_lag_behind_source_seconds:max{%(scope)s, server=~"$server"}',
+                                  "{{server}}"),), threshold=Threshold("debezium_lag_seconds")),
+        )),
+        ("Kafka Connect", (
+            PanelSpec("Tasks not RUNNING", "Tasks in any state but RUNNING, per connector.", "none",
+                      (Query('count by (connector, state) (cdcwatch_connect_task_state{%(cdcwatch)s, state!="RUNNING", '
+                             'server=~"$server"} == 1)', "{{connector}} {{state}}", when="a task is not RUNNING"),), kind="stat",
+                      alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
+        )),
+        ("Kafka", (
+            PanelSpec("Newest change in Kafka: age", "Age of the newest source commit any topic of the server holds.", "s",
+                      (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds'
+                             '{%(cdcwatch)s, server=~"$server"})', "{{server}}"),),
+                      threshold=Threshold("kafka_data_age_seconds")),
+            PanelSpec("Consumer lag", "Age of the next message each group will read, per topic.", "s",
+                      (Query('group_topic:cdcwatch_kafka_consumergroup_lag_seconds:max{%(scope)s, server=~"$server"}',
+                             "{{group}} {{topic}}"),), threshold=Threshold("kafka_lag_seconds")),
+        )),
+        ("Spark apply", (
+            PanelSpec("Changes applied", "Row changes the apply job writes to the target per second.", "ops",
+                      (Query('sum by (query, server) (query:cdcwatch_spark_changes_applied:rate5m{%(scope)s, server=~"$server"})',
+                             "{{query}}"),)),
+            PanelSpec("Duplicates per change", "Share of the changes read that are re-deliveries.", "percentunit",
+                      (Query('query:cdcwatch_spark_duplicates:ratio_rate5m{%(scope)s, server=~"$server"}', "{{query}}"),),
+                      threshold=Threshold("spark_duplicates_ratio")),
+        )),
+        ("cdcwatch", (
+            PanelSpec("Targets up", "Whether cdcwatch's last collection from each target succeeded.", "none",
+                      (Query("cdcwatch_up{%(cdcwatch)s}", "{{collector}} {{target}}"),), kind="stat", mappings=UP,
+                      alerts=("CdcwatchTargetDown",)),
+            PanelSpec("Collection time", "Time cdcwatch's last collection from each target took.", "s",
+                      (Query("cdcwatch_scrape_duration_seconds{%(cdcwatch)s}", "{{collector}} {{target}}"),),
+                      threshold=Threshold("scrape_duration_seconds")),
+        )),
+    ))

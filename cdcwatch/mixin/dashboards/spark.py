@@ -1,0 +1,56 @@
+"""The Spark apply job: lag and freshness, throughput, correctness and data loss, query state."""
+
+from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Threshold, Variable
+
+__all__ = ["SPARK"]
+
+_SEL = '%(spark)s, query=~"$query", server=~"$server"'
+_QUERY = '%(spark)s, query=~"$query"'
+
+SPARK = DashboardSpec(
+    "cdcwatch-spark", "CDC: Spark apply",
+    "Apply lag and freshness, throughput, duplicates and data loss, and the state of the apply jobs' queries.",
+    "cdcwatch_spark_query_state{%(only_spark)s",
+    (Variable("query", "label_values(cdcwatch_spark_query_state{%(spark)s}, query)"),
+     Variable("server", 'label_values(cdcwatch_spark_changes_total{%(spark)s, query=~"$query"}, server)')),
+    (
+        ("Lag", (
+            PanelSpec("Apply lag", "How long after their source commit the last batch's changes were applied, by "
+                      "percentile (frozen while the source is idle).", "s",
+                      (Query(f"max by (query, percentile) (cdcwatch_spark_apply_lag_seconds{{{_SEL}}})",
+                             "{{query}} p{{percentile}}"),), threshold=Threshold("spark_apply_lag_seconds")),
+            PanelSpec("Freshness of the target", "Age of the newest change or heartbeat applied.", "s",
+                      (Query(f"max by (query, server) (cdcwatch_spark_freshness_seconds{{{_SEL}}})", "{{query}} ({{server}})"),),
+                      threshold=Threshold("spark_freshness_seconds")),
+            PanelSpec("Offsets behind latest", "Records in Kafka the query has not read yet, after its last batch.", "short",
+                      (Query(f"sum by (query) (cdcwatch_spark_source_offsets_behind_latest{{{_QUERY}}})", "{{query}}"),)),
+        )),
+        ("Throughput", (
+            PanelSpec("Rows processed", "Processing rate of the last micro-batch.", "ops",
+                      (Query(f"max by (query) (cdcwatch_spark_processed_rows_per_second{{{_QUERY}}})", "{{query}}"),)),
+            PanelSpec("Changes applied", "Row changes written to the target per second.", "ops",
+                      (Query(f"sum by (query) (rate(cdcwatch_spark_changes_applied_total{{{_SEL}}}[$__rate_interval]))",
+                             "{{query}}"),)),
+            PanelSpec("Batch duration p95", "95th percentile of the micro-batch duration.", "s",
+                      (Query("histogram_quantile(0.95, sum by (query, le) (rate(cdcwatch_spark_batch_duration_seconds_bucket"
+                             f"{{{_QUERY}}}[$__rate_interval])))", "{{query}}"),), alerts=("CdcSparkNoProgress",)),
+        )),
+        ("Correctness and data loss", (
+            PanelSpec("Duplicates per change", "Share of the changes read that are re-deliveries.", "percentunit",
+                      (Query('query:cdcwatch_spark_duplicates:ratio_rate5m{%(scope)s, query=~"$query", server=~"$server"}',
+                             "{{query}}"),), threshold=Threshold("spark_duplicates_ratio")),
+            PanelSpec("Stale events", "Out-of-order changes older than the target's row, ignored, per second.", "ops",
+                      (Query(f"sum by (query) (rate(cdcwatch_spark_stale_events_total{{{_SEL}}}[$__rate_interval]))",
+                             "{{query}}"),)),
+            PanelSpec("Malformed records and lost offsets", "Records that are no Debezium event, and offsets deleted "
+                      "before they were read, per interval.", "short",
+                      (Query(f"sum by (query) (increase(cdcwatch_spark_malformed_events_total{{{_SEL}}}[$__rate_interval]))",
+                             "{{query}} malformed"),
+                       Query(f"sum by (query) (increase(cdcwatch_spark_lost_offsets_total{{{_SEL}}}[$__rate_interval]))",
+                             "{{query}} lost offsets", when="the query runs with failOnDataLoss=false")),
+                      alerts=("CdcSparkMalformedEvents", "CdcSparkLostOffsets")),
+            PanelSpec("Query state", "The state of each query (active, terminated, failed).", "none",
+                      (Query(f"max by (query, state) (cdcwatch_spark_query_state{{{_QUERY}}} == 1)", "{{query}}: {{state}}"),),
+                      kind="states", alerts=("CdcSparkQueryFailed",)),
+        )),
+    ))

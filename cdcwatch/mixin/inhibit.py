@@ -1,0 +1,68 @@
+"""Alertmanager inhibition rules: when a cause is firing, the alerts it explains stay quiet.
+
+Which alerts a rule silences is data checked against the alerts' own example labels: an `equal` label
+that the source or a target does not carry would make the rule silently useless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from cdcwatch.mixin.alerts import ALERTS
+
+__all__ = ["INHIBITIONS", "Inhibition", "inhibit_rules", "inhibit_yaml"]
+
+
+@dataclass(frozen=True)
+class Inhibition:
+    why: str
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    equal: tuple[str, ...]
+
+
+def _carrying(labels: tuple[str, ...], prefix: str = "Cdc", but: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The alerts named `prefix…` whose firing labels include all of `labels`."""
+    return tuple(a.name for a in ALERTS if a.name.startswith(prefix) and a.name not in but
+                 and set(labels) <= set(a.fires.labels or {}))
+
+
+_DOWNSTREAM = ("CdcKafkaDataTooOld", "CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh")
+_CONNECT_DOWN = ("CdcConnectTaskFailed", "CdcConnectConnectorFailed", "CdcConnectTaskNotRunning")
+
+INHIBITIONS: tuple[Inhibition, ...] = (
+    Inhibition("Prometheus cannot scrape cdcwatch or the Spark listener: the alerts on that endpoint's series",
+               ("CdcwatchEndpointDown",), _carrying(("job", "instance"), but=("CdcwatchEndpointDown",)),
+               ("job", "instance")),
+    Inhibition("cdcwatch cannot collect from a target: the alerts on that target's series",
+               ("CdcwatchTargetDown",), _carrying(("job", "instance", "target"), but=("CdcwatchTargetDown",)),
+               ("job", "instance", "target")),
+    Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED: the Debezium and downstream "
+               "alerts of its server", _CONNECT_DOWN, _carrying(("server",), "CdcDebezium") + _DOWNSTREAM, ("server",)),
+    Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
+               ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
+    Inhibition("the Spark query failed or hangs: its freshness and lag alerts",
+               ("CdcSparkQueryFailed", "CdcSparkNoProgress"), ("CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh"), ("query",)),
+    Inhibition("no Spark listener reports at all: the freshness alerts that remember its vanished series",
+               ("CdcSparkDriverAbsent",), ("CdcSparkFreshnessTooOld",), ()),
+)
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return f'alertname="{names[0]}"' if len(names) == 1 else f'alertname=~"{"|".join(names)}"'
+
+
+def inhibit_rules() -> list[dict[str, object]]:
+    return [{"source_matchers": [_names(i.sources)], "target_matchers": [_names(i.targets)],
+             **({"equal": list(i.equal)} if i.equal else {})} for i in INHIBITIONS]
+
+
+def inhibit_yaml(header: str) -> str:
+    """The `inhibit_rules:` section to paste into (or merge with) alertmanager.yml, one comment per rule."""
+    lines = [header.rstrip("\n"), "inhibit_rules:"]
+    for inhibition, rule in zip(INHIBITIONS, inhibit_rules()):
+        lines.append(f"# {inhibition.why}")
+        lines.append(yaml.safe_dump([rule], sort_keys=False, width=1000).rstrip("\n"))
+    return "\n".join(lines) + "\n"
