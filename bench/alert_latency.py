@@ -1,8 +1,8 @@
 """Time from fault injection to the webhook notification, per demo scenario, next to the floor
 Prometheus sets (scrape interval + evaluation interval + the alert's `for`). Target: within floor + 5 s.
 
-Starts `cdcwatch demo` (headless) in a temporary directory, runs every scenario against it in turn
-(`cdcwatch demo --scenario NAME --report FILE`), prints one row per scenario, stops the demo.
+Starts `scripts/demo` (headless) in a temporary directory, runs every scenario against it in turn
+(`scripts/demo --scenario NAME --report FILE`), prints one row per scenario, stops the demo.
 The lag-spike row includes the time the burst takes to build real lag, so it sits above the floor by design.
 
     .venv/bin/python bench/alert_latency.py [--scenario NAME ...]
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from devstack.scenarios import SCENARIOS  # noqa: E402
 
-CDCWATCH = str(Path(sys.executable).with_name("cdcwatch"))
+DEMO = str(Path(__file__).resolve().parents[1] / "scripts" / "demo")
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="cdcwatch-alert-bench-"))
     work.chmod(0o755)
     log = work / "demo.out"
-    demo = subprocess.Popen([CDCWATCH, "demo", "--headless"], cwd=work, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    demo = subprocess.Popen([DEMO, "--headless"], cwd=work, stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     try:
         while "ready:" not in log.read_text():
             if demo.poll() is not None:
@@ -42,7 +42,7 @@ def main() -> None:
         rows = []
         for name in args.scenario or list(SCENARIOS):
             report_file = work / f"{name}.json"
-            done = subprocess.run([CDCWATCH, "demo", "--scenario", name, "--report", str(report_file)], cwd=work,
+            done = subprocess.run([DEMO, "--scenario", name, "--report", str(report_file)], cwd=work,
                                   capture_output=True, text=True)
             if done.returncode != 0:
                 print(done.stdout + done.stderr)

@@ -208,7 +208,7 @@ class KafkaClusterConfig(_Strict):
     groups: NameFilter = Field(default_factory=NameFilter, description="Consumer groups to report.")
     topics: NameFilter = Field(default_factory=lambda: NameFilter(deny=["__.*"]), description="Topics to report.")
     extra_groups: list[str] = Field(default_factory=list, description=(
-        "Groups to read even when the broker does not list them (Kafka 0.9 lists no group without live members)."))
+        "Groups to read even when the broker does not list them (very old brokers list no group without live members)."))
     granularity: Literal["partition", "topic"] = Field("partition", description="Per-partition series, or per-topic sums only.")
     max_partitions: int = Field(10000, ge=1, description="Cap on group partitions reported; the rest are dropped and counted.")
     lag_seconds: bool = Field(True, description="Read message timestamps to report lag in seconds.")

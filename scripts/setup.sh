@@ -41,6 +41,9 @@ if [ ! -f "$stamp" ] || [ "$pom" -nt "$stamp" ]; then
   touch "$stamp"
 fi
 
+# pinned linters for the generated rules and dashboards (pint, dashboard-linter), built with Go
+scripts/lint-tools.sh
+
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi

@@ -175,7 +175,7 @@ def test_a_missing_mixin_config_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_the_runbook_names_the_alerts_the_integration_tests_prove_live() -> None:
-    live_sources = [ROOT / "tests" / "integration" / "test_observability.py", ROOT / "cdcwatch" / "stack" / "scenarios.py"]
+    live_sources = [ROOT / "tests" / "integration" / "test_observability.py", ROOT / "devstack" / "scenarios.py"]
     names = {a.name for a in ALERTS}
     proven = {n for path in live_sources for n in re.findall(r"\b(Cdc\w+)\b", path.read_text()) if n in names}
     line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith("Proven live: "))
