@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from devstack.procs import StackError, free_port, jvm_dir, port_open
+from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open
 
 __all__ = ["DEMO_MIXIN", "DemoStack", "run_demo"]
 
@@ -107,6 +107,8 @@ class DemoStack:
         self.rows = rows
         self.log = log
         self.components: list[tuple[str, Any]] = []
+        self.runbook_url = "http://127.0.0.1/runbook"
+        """Where the alerts' runbook links point: the demo's control endpoint serves docs/runbook.md."""
         self.info: dict[str, Any] = {"state_dir": str(base), "metrics": f"http://127.0.0.1:{port}/metrics"}
 
     def _started(self, name: str, component: Any) -> Any:
@@ -116,6 +118,7 @@ class DemoStack:
     def start(self) -> None:
         from cdcwatch.mixin import MixinConfig
         from cdcwatch.mixin.generate import rules_yaml
+        from cdcwatch.mixin.inhibit import inhibit_rules
         from devstack.connect import ConnectWorker
         from devstack.debezium import postgres_connector_properties
         from devstack.kafka import KafkaBroker
@@ -165,11 +168,13 @@ class DemoStack:
         self.alerts_log = base / "alerts.log"
         self.webhook = WebhookReceiver(self.alerts_log)
         self.components.append(("webhook", _Closing(self.webhook)))
-        self.alertmanager = self._started("alertmanager", AlertmanagerServer(base / "alertmanager", self.webhook.url))
+        self.alertmanager = self._started("alertmanager", AlertmanagerServer(base / "alertmanager", self.webhook.url,
+                                                                             inhibit_rules()))
         self.alertmanager.start()
         self.log(f"[7/{steps}] Prometheus with the cdcwatch rules ...")
         rules = base / "cdcwatch.rules.yml"
-        rules.write_text(rules_yaml(MixinConfig.model_validate(DEMO_MIXIN)), encoding="utf-8")
+        rules.write_text(rules_yaml(MixinConfig.model_validate({**DEMO_MIXIN, "runbook_base_url": self.runbook_url})),
+                         encoding="utf-8")
         self.prometheus = self._started("prometheus", PrometheusServer(
             base / "prometheus", {"cdcwatch": [f"127.0.0.1:{self.port}"],
                                   "cdcwatch-spark": [f"127.0.0.1:{self.apply.metrics_port}"]},
@@ -256,11 +261,40 @@ class _Stopping:
         self.event.set()
 
 
+def runbook_html() -> str:
+    """docs/runbook.md as a page whose headings are anchors (`#<alert name in lower case>`), as the alerts link."""
+    import html
+    import re
+
+    lines = []
+    for line in (REPO / "docs" / "runbook.md").read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"(#+)\s+(.*)", line)
+        if heading:
+            level, text = len(heading.group(1)), heading.group(2)
+            anchor = re.sub(r"[^a-z0-9 -]", "", text.lower()).replace(" ", "-")
+            lines.append(f'<h{level} id="{anchor}">{html.escape(text)}</h{level}>')
+        else:
+            lines.append(html.escape(line) + "<br>")
+    return "<!doctype html><meta charset=utf-8><title>cdcwatch runbook</title>\n" + "\n".join(lines)
+
+
 def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
     """POST /inject/<scenario> and /recover/<scenario>: what `scripts/demo --scenario` asks for."""
     from devstack.scenarios import SCENARIOS
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path.split("#")[0] != "/runbook":
+                self.send_response(404)
+                self.end_headers()
+                return
+            body = runbook_html().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             parts = self.path.strip("/").split("/")
             scenario = SCENARIOS.get(parts[1]) if len(parts) == 2 and parts[0] in ("inject", "recover") else None
@@ -310,11 +344,11 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    control = None
+    control = _control_server(stack)
+    stack.info["control"] = f"http://127.0.0.1:{control.server_address[1]}"
+    stack.runbook_url = stack.info["control"] + "/runbook"
     try:
         stack.start()
-        control = _control_server(stack)
-        stack.info["control"] = f"http://127.0.0.1:{control.server_address[1]}"
         _write_state(stack)
         print(_where(stack), flush=True)
         print("ready: the pipeline runs; Ctrl-C stops everything", flush=True)
@@ -327,8 +361,7 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
         return 1
     finally:
         print("stopping ...", flush=True)
-        if control is not None:
-            control.shutdown()
+        control.shutdown()
         stack.stop()
         print("stopped.", flush=True)
 
@@ -345,6 +378,7 @@ def _where(stack: DemoStack) -> str:
         f"  source        {info['source']}",
         f"  target        {info['target']}",
         f"  alerts log    {info['alerts_log']}",
+        f"  runbook       {stack.runbook_url}   (every alert's runbook_url points here)",
         f"  logs          {stack.base}/  (connect/worker.log, apply/apply.log, cdcwatch.log, ...)",
         f"  break it      scripts/demo --scenario NAME --state-dir {stack.base}   (scripts/demo --list-scenarios)",
         ""])

@@ -77,10 +77,11 @@ class PrometheusServer(_Process):
 class AlertmanagerServer(_Process):
     """Routes every alert to one webhook, at once (group_wait 1s), resolved notifications included."""
 
-    def __init__(self, state_dir: Path, webhook_url: str) -> None:
+    def __init__(self, state_dir: Path, webhook_url: str, inhibit_rules: list[dict[str, Any]] | None = None) -> None:
         self.dir = state_dir
         self.port = free_port()
         self.webhook_url = webhook_url
+        self.inhibit_rules = inhibit_rules or []
 
     def start(self) -> None:
         binary = require_binary("prometheus-alertmanager", "prometheus-alertmanager")
@@ -90,6 +91,7 @@ class AlertmanagerServer(_Process):
             "route": {"receiver": "webhook", "group_by": ["alertname"], "group_wait": "1s", "group_interval": "1s",
                       "repeat_interval": "1h"},
             "receivers": [{"name": "webhook", "webhook_configs": [{"url": self.webhook_url, "send_resolved": True}]}],
+            "inhibit_rules": self.inhibit_rules,
         }), encoding="utf-8")
         self._spawn([binary, f"--config.file={config}", f"--storage.path={self.dir / 'data'}",
                      f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],

@@ -175,7 +175,8 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     report.resolved_after = resolved["received"] - recovered
     say(f"  resolved {report.resolved_after:.1f}s after recovery")
     report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
-                             "after_seconds": round(e["received"] - injected, 1)}
+                             "after_seconds": round(e["received"] - injected, 1),
+                             "runbook_url": e.get("annotations", {}).get("runbook_url")}
                             for e in _notifications(log, since)]
     if name == "connector-crash":
         def counted() -> float | None:

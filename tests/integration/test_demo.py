@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,9 @@ def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(report_file.read_text())
     assert report["fired_after"] is not None and report["resolved_after"] is not None
+    for notification in report["notifications"]:  # every link a notification carries opens, at the alert's anchor
+        with urllib.request.urlopen(notification["runbook_url"], timeout=10) as response:
+            assert f'id="{notification["alert"].lower()}"' in response.read().decode()
     if name == "connector-crash":
         assert report["duplicates_counted"] > 0, "the replay after kill -9 was not counted as duplicates"
 
