@@ -25,25 +25,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from devstack.demo_settings import (APPLY_RATE, COMMIT_GROUP, CONNECTOR, DEMO_MIXIN, QUERY, SCRAPE_INTERVAL, SERVER, SLOT,
+                                    STATE_FILE, STATUS_WINDOW_SAMPLES)
 from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open
 
-__all__ = ["DEMO_MIXIN", "DemoStack", "run_demo"]
-
-SERVER = "demo"
-SLOT = "demo_slot"
-QUERY = "demo_apply"
-COMMIT_GROUP = "demo-apply"
-CONNECTOR = "demo-connector"
-STATE_FILE = "demo.json"
-APPLY_RATE = 2000
-"""Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
-DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s"},
-              "thresholds": {"spark_apply_lag_seconds": 15, "spark_freshness_seconds": 30, "kafka_lag_seconds": 30,
-                             "debezium_lag_seconds": 30}}
-"""The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
-SCRAPE_INTERVAL = "3s"
-"""Prometheus scrape and evaluation interval (and scrape timeout); every collector's deadline stays below it."""
-
+__all__ = ["DemoStack", "run_demo"]
 
 def prerequisites(port: int) -> list[str]:
     """What is missing before anything starts, each with how to fix it."""
@@ -158,6 +144,7 @@ class DemoStack:
             f"listen: {{address: 127.0.0.1, port: {self.port}}}\n"
             f"targets:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
             f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {self.broker.bootstrap}\n"
+            f"    status: {{window_samples: {STATUS_WINDOW_SAMPLES}}}\n"
             f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"
             f"    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
             f"postgres:\n  - name: source\n    timeout_seconds: 2\n    port: {self.source.port}\n"

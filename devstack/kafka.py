@@ -145,6 +145,19 @@ class KafkaBroker:
 
         wait_for(ready, 30, f"topic {name} to have leaders")
 
+    def end_offset(self, topic: str) -> int:
+        """The sum of the topic's log end offsets (0 while it does not exist)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "devstack-watermarks", "log_level": 0})
+        try:
+            metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if metadata is None or metadata.error is not None:
+                return 0
+            return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in metadata.partitions)
+        finally:
+            consumer.close()
+
     @property
     def pid(self) -> int | None:
         return self.server.pid

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from devstack.demo_settings import APPLY_RATE, CHANGES_TOPIC, DEMO_MIXIN, STATUS_WINDOW_SAMPLES
+
 __all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "run_scenario"]
 
 
@@ -29,17 +31,29 @@ class Scenario:
     inject: Callable[[Any], float | None]
     """Injects the fault; returns when it happened (None: now)."""
     recover: Callable[[Any], None]
+    settle_seconds: float = 0.0
+    """How long the fault must last before the alert's condition can hold (a status window, lag building up)."""
+
+
+SLACK_SECONDS = 10.0
+"""Allowed beyond the floor: the phase of Prometheus' scrape and evaluation ticks, Alertmanager's group_wait
+(1 s) and the webhook, on a busy 2-core machine."""
 
 
 def _kill_connect(stack: Any) -> float:
-    """kill -9 the worker a few seconds after an offset flush: the changes since are re-delivered."""
+    """kill -9 the worker once changes reached Kafka after its last offset flush: those are re-delivered."""
     from devstack.procs import wait_for
 
-    offsets = stack.connect.dir / "offsets.dat"
+    offsets = stack.connect.offsets_file
     flushed = offsets.stat().st_mtime if offsets.exists() else 0.0
     wait_for(lambda: offsets.exists() and offsets.stat().st_mtime > flushed, 90, "an offset flush of the worker")
-    time.sleep(5)  # the steady traffic adds changes the next flush would have covered
+    flushed = offsets.stat().st_mtime
+    written = stack.broker.end_offset(CHANGES_TOPIC)
+    wait_for(lambda: stack.broker.end_offset(CHANGES_TOPIC) >= written + 10, 60,
+             "ten changes in Kafka after the flush")
     stack.connect.kill()
+    if offsets.stat().st_mtime != flushed:
+        raise RuntimeError("the worker flushed its offsets again before the kill: nothing to re-deliver, try again")
     return time.time()
 
 
@@ -50,8 +64,6 @@ def _signal_apply(signum: int) -> Callable[[Any], None]:
 
 
 def _burst(stack: Any) -> None:
-    from devstack.demo import APPLY_RATE
-
     stack.traffic.burst(APPLY_RATE * 40)
 
 
@@ -64,11 +76,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("source-down", "stop the source PostgreSQL, then start it again",
              "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
              lambda stack: stack.source.stop(), lambda stack: stack.source.start()),
-    Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT)",
-             "CdcwatchEndpointDown", {"job": "cdcwatch-spark"},
-             _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT)),
+    Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT): its consumer group "
+             "stops committing while changes keep arriving",
+             "CdcKafkaConsumerNotProgressing", {"group": "demo-apply"},
+             _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT),
+             settle_seconds=STATUS_WINDOW_SAMPLES * 3.0),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
-             "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None),
+             "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
+             settle_seconds=float(DEMO_MIXIN["thresholds"]["spark_apply_lag_seconds"])),
 )}
 
 
@@ -77,6 +92,10 @@ class ScenarioReport:
     scenario: str
     alert: str
     floor_seconds: float
+    earliest_seconds: float = 0.0
+    """The alert cannot fire sooner: its `for` plus the fault's settle time."""
+    latest_seconds: float = 0.0
+    """It must fire by then: the floor plus SLACK_SECONDS."""
     fired_after: float | None = None
     resolved_after: float | None = None
     notifications: list[dict[str, Any]] | None = None
@@ -90,7 +109,6 @@ class ScenarioReport:
 def _alert_for(name: str) -> float:
     from cdcwatch.mixin import MixinConfig
     from cdcwatch.mixin.alerts import ALERTS
-    from devstack.demo import DEMO_MIXIN
 
     config = MixinConfig.model_validate(DEMO_MIXIN)
     text = next(a for a in ALERTS if a.name == name).for_(config)
@@ -154,8 +172,9 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
         urllib.request.urlopen(info["prometheus"] + "/-/ready", timeout=5).close()
     except (OSError, urllib.error.URLError):
         raise RuntimeError(f"the demo of {state.parent} is not running: start `scripts/demo` first") from None
-    floor = info["scrape_interval_seconds"] * 2 + _alert_for(scenario.alert)
-    report = ScenarioReport(name, scenario.alert, floor)
+    waits = _alert_for(scenario.alert) + scenario.settle_seconds
+    floor = info["scrape_interval_seconds"] * 2 + waits
+    report = ScenarioReport(name, scenario.alert, floor, earliest_seconds=waits, latest_seconds=floor + SLACK_SECONDS)
     say(f"{name}: {scenario.description}")
     say(f"  waiting until {scenario.alert} is quiet ...")
     wait_for(lambda: not _firing_now(info["prometheus"], scenario), 300, f"{scenario.alert} to be quiet", interval=1)

@@ -63,6 +63,8 @@ def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(report_file.read_text())
     assert report["fired_after"] is not None and report["resolved_after"] is not None
+    # not before the alert's `for` (plus the time the fault needs to build), not later than the floor + the slack
+    assert report["earliest_seconds"] <= report["fired_after"] <= report["latest_seconds"], report
     for notification in report["notifications"]:  # every link a notification carries opens, at the alert's anchor
         with urllib.request.urlopen(notification["runbook_url"], timeout=10) as response:
             assert f'id="{notification["alert"].lower()}"' in response.read().decode()

@@ -1,0 +1,21 @@
+"""The demo's names and timings, shared by the demo, its scenarios and its tests."""
+
+from __future__ import annotations
+
+SERVER = "demo"
+CHANGES_TOPIC = f"{SERVER}.public.customers"
+SLOT = "demo_slot"
+QUERY = "demo_apply"
+COMMIT_GROUP = "demo-apply"
+CONNECTOR = "demo-connector"
+STATE_FILE = "demo.json"
+APPLY_RATE = 2000
+"""Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
+DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s"},
+              "thresholds": {"spark_apply_lag_seconds": 15, "spark_freshness_seconds": 30, "kafka_lag_seconds": 30,
+                             "debezium_lag_seconds": 30}}
+"""The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
+STATUS_WINDOW_SAMPLES = 5
+"""cdcwatch's consumer-status window in the demo: a frozen consumer reads STOP after this many scrapes."""
+SCRAPE_INTERVAL = "3s"
+"""Prometheus scrape and evaluation interval (and scrape timeout); every collector's deadline stays below it."""
