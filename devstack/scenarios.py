@@ -80,7 +80,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "stops committing while changes keep arriving",
              "CdcKafkaConsumerNotProgressing", {"group": "demo-apply"},
              _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT),
-             settle_seconds=STATUS_WINDOW_SAMPLES * 3.0),
+             # the window's samples must all show the frozen offset; its first may be the last sample before the freeze
+             settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * 3.0),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
              settle_seconds=float(DEMO_MIXIN["thresholds"]["spark_apply_lag_seconds"])),
