@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from devstack.demo_settings import APPLY_RATE, CHANGES_TOPIC, DEMO_MIXIN, STATUS_WINDOW_SAMPLES
+from devstack.demo_settings import APPLY_RATE, CHANGES_TOPIC, DEMO_MIXIN, SCRAPE_INTERVAL, STATUS_WINDOW_SAMPLES
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "run_scenario"]
 
@@ -81,7 +81,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "CdcKafkaConsumerNotProgressing", {"group": "demo-apply"},
              _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT),
              # the window's samples must all show the frozen offset; its first may be the last sample before the freeze
-             settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * 3.0),
+             settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * float(SCRAPE_INTERVAL.rstrip("s"))),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
              settle_seconds=float(DEMO_MIXIN["thresholds"]["spark_apply_lag_seconds"])),
