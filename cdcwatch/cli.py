@@ -19,6 +19,7 @@ from cdcwatch.config import (
     ConfigError,
     load_config,
 )
+from cdcwatch.spark import DEFAULT_METRICS_PORT
 
 if TYPE_CHECKING:
     from cdcwatch.mixin import MixinConfig
@@ -77,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--query-name", default="cdc_apply", help="the `query` label")
     apply.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval")
     apply.add_argument("--metrics-address", default="127.0.0.1", help="address of the listener's /metrics")
-    apply.add_argument("--metrics-port", type=int, default=10122, help="port of the listener's /metrics (0: none)")
+    apply.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
+                       help=f"port of the listener's /metrics (default {DEFAULT_METRICS_PORT}; 0: none)")
     apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
     apply.add_argument("--jars", default="", help="comma-separated jars for Spark (spark-sql-kafka-0-10 and its "
                        "dependencies), when Spark's classpath lacks them")

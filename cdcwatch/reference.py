@@ -17,6 +17,8 @@ from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
 from cdcwatch.connect.collector import CONNECT_METRICS
 from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
 from cdcwatch.postgres.slots import SLOT_METRICS
+from cdcwatch.spark import DEFAULT_METRICS_PORT
+from cdcwatch.spark.metrics import SparkMetrics
 
 __all__ = ["config_reference", "metric_types", "metrics_reference"]
 
@@ -77,7 +79,7 @@ def metrics_reference() -> str:
     lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | {help} |"
               for name, (kind, help, labels) in SLOT_METRICS.items()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
-              "Served by the listener's own /metrics (default 127.0.0.1:10122), not by `cdcwatch serve`.", "",
+              f"Served by the listener's own /metrics (default 127.0.0.1:{DEFAULT_METRICS_PORT}), not by `cdcwatch serve`.", "",
               "| metric | type | labels | help |", "|---|---|---|---|"]
     lines += _spark_rows()
     lines += [""]
@@ -90,8 +92,6 @@ def metric_types() -> dict[str, str]:
 
 
 def _spark_rows() -> list[str]:
-    from spark_listeners.metrics import SparkMetrics
-
     rows = []
     for family in SparkMetrics.families_for_reference():
         name = family.name + ("_total" if family.type == "counter" else "")

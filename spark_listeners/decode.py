@@ -14,6 +14,8 @@ from typing import Any, Iterator
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
+from cdcwatch.events import EventDecodeError, decode
+
 __all__ = ["EVENT_SCHEMA", "decode_batches", "decode_events"]
 
 EVENT_SCHEMA = StructType([
@@ -37,8 +39,6 @@ _NAMES = [field.name for field in EVENT_SCHEMA.fields]
 
 
 def _row(record: dict[str, Any]) -> tuple:
-    from cdcwatch.events import EventDecodeError, decode
-
     topic, partition, offset = record["topic"], record["partition"], record["offset"]
     try:
         event = decode(record["key"], record["value"], topic)

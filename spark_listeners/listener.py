@@ -15,8 +15,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, push_to_gateway, start_http_server
 from pyspark.sql.streaming import StreamingQueryListener
 
+from cdcwatch.spark.metrics import SparkMetrics
+
 from spark_listeners.instrument import OBSERVATION
-from spark_listeners.metrics import SparkMetrics
 
 __all__ = ["CdcMetricsListener"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from spark_listeners.metrics import SinkOutcome
+from cdcwatch.spark.metrics import SinkOutcome
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS"]
 

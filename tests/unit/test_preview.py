@@ -16,6 +16,8 @@ from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 from cdcwatch.mixin.preview import render_preview
 
+pytestmark = pytest.mark.preview  # plots with matplotlib (the preview extra)
+
 
 class _Prometheus(BaseHTTPRequestHandler):
     queries: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from spark_listeners.metrics import SinkOutcome, SparkMetrics, exception_class
+from cdcwatch.spark.metrics import SinkOutcome, SparkMetrics, exception_class
 from tests.integration.conftest import promtool_check
 
 
