@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from cdcwatch.exporter import TargetResult
 
@@ -20,5 +20,5 @@ def render_table(results: Sequence[TargetResult]) -> str:
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(4)]
     lines = []
     for row in [header, *rows]:
-        lines.append("  ".join(str(cell).ljust(width) for cell, width in zip(row[:4], widths)) + "  " + row[4])
+        lines.append("  ".join(str(cell).ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4])
     return "\n".join(line.rstrip() for line in lines)

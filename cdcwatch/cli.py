@@ -8,8 +8,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from cdcwatch import __version__
 from cdcwatch.config import (
@@ -198,9 +199,9 @@ def _docs(args: argparse.Namespace) -> int:
 def _apply(args: argparse.Namespace) -> int:
     import re
 
-    from cdcwatch.spark.apply import KafkaSourceMissing
-
     from psycopg.conninfo import conninfo_to_dict
+
+    from cdcwatch.spark.apply import KafkaSourceMissing
 
     try:
         re.compile(args.subscribe_pattern)

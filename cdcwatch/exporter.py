@@ -12,10 +12,10 @@ import logging
 import platform
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from prometheus_client.metrics_core import Metric
 
@@ -124,7 +124,7 @@ class Exporter:
         self.reloads = ReloadStats()
 
     @classmethod
-    def from_config(cls, config: Config) -> "Exporter":
+    def from_config(cls, config: Config) -> Exporter:
         return cls(build_collectors(config), config.limits.max_concurrent_collections, config.limits.max_series_per_target)
 
     def replace(self, collectors: Sequence[ScheduledCollector], max_concurrency: int | None = None,
@@ -223,7 +223,8 @@ class Exporter:
         for r in results:
             labels = {"collector": r.collector, "target": r.target}
             builder.add("cdcwatch_up", "gauge", help_of["cdcwatch_up"], labels, 1.0 if r.up else 0.0)
-            builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels, r.duration_seconds)
+            builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels,
+                        r.duration_seconds)
             builder.add("cdcwatch_scrape_errors_total", "counter", help_of["cdcwatch_scrape_errors_total"], labels,
                         float(self._errors.get((r.collector, r.target), 0)))
             builder.add("cdcwatch_series_dropped_total", "counter", help_of["cdcwatch_series_dropped_total"], labels,

@@ -11,11 +11,11 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from cdcwatch.config import Config
+from cdcwatch.connect.collector import CONNECT_METRICS
+from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
 from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
-from cdcwatch.connect.collector import CONNECT_METRICS
-from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
 from cdcwatch.postgres.slots import SLOT_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.metrics import SparkMetrics

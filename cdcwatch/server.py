@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app

@@ -18,8 +18,9 @@ import ctypes
 import hashlib
 import ssl
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 import bcrypt
 import yaml

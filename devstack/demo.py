@@ -22,8 +22,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from devstack.procs import StackError, free_port, jvm_dir, port_open
 

@@ -12,8 +12,8 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 __all__ = ["ServerProcess", "StackError", "as_user", "free_port", "jvm_dir", "owned_dir", "port_open", "rss_mib",
            "stop_group", "wait_for"]
@@ -72,7 +72,7 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def stop_group(process: "subprocess.Popen[bytes] | None", timeout: float = 20) -> None:
+def stop_group(process: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:
     """SIGTERM the process group of a child started with start_new_session; SIGKILL it after `timeout`."""
     if process is None or process.poll() is not None:
         return

@@ -13,9 +13,10 @@ import os
 import signal
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "run_scenario"]
 

@@ -9,7 +9,8 @@ with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
@@ -57,13 +58,12 @@ def _row(record: dict[str, Any]) -> tuple:
 def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow body: Kafka record batches in, event record batches out."""
     import pyarrow as pa
-
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = to_arrow_schema(EVENT_SCHEMA)
     for batch in batches:
         rows = [_row(record) for record in batch.to_pylist()]
-        columns = list(zip(*rows)) if rows else [[] for _ in _NAMES]
+        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in _NAMES]
         yield pa.RecordBatch.from_arrays([pa.array(list(c), type=schema.field(i).type) for i, c in enumerate(columns)],
                                          schema=schema)
 

@@ -16,7 +16,6 @@ from prometheus_client import CollectorRegistry, push_to_gateway, start_http_ser
 from pyspark.sql.streaming import StreamingQueryListener
 
 from cdcwatch.spark.metrics import SparkMetrics
-
 from spark_listeners.instrument import OBSERVATION
 
 __all__ = ["CdcMetricsListener"]
@@ -41,7 +40,7 @@ class CdcMetricsListener(StreamingQueryListener):
 
     @classmethod
     def attach(cls, spark: Any, port: int | None = None, address: str = "127.0.0.1",
-               pushgateway: str | None = None, metrics: SparkMetrics | None = None) -> "CdcMetricsListener":
+               pushgateway: str | None = None, metrics: SparkMetrics | None = None) -> CdcMetricsListener:
         """A listener added to `spark.streams`, serving /metrics on address:port when a port is given."""
         listener = cls(metrics, pushgateway)
         if port is not None:

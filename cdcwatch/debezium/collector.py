@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from cdcwatch.config import TargetConfig
 from cdcwatch.debezium.mapping import convert, requested_attributes

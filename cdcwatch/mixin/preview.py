@@ -131,9 +131,10 @@ def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_te
     import matplotlib
 
     matplotlib.use("Agg")
+    from datetime import datetime
+
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
-    from datetime import datetime
 
     api = PrometheusApi(prometheus_url)
     end = time.time()
@@ -147,7 +148,7 @@ def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_te
         rows = (len(panels) + columns - 1) // columns
         figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3.2 * rows), squeeze=False)
         figure.suptitle(model["title"], fontsize=14, fontweight="bold")
-        for axis, (panel, results) in zip(axes.flat, panels):
+        for axis, (panel, results) in zip(axes.flat, panels, strict=False):
             unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
             axis.set_title(panel["title"], fontsize=10)
             axis.set_ylabel(_UNIT_AXES.get(unit, unit), fontsize=8)

@@ -11,10 +11,11 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric)
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 __all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "QueryState", "SinkOutcome", "SparkMetrics",
            "exception_class"]
@@ -244,7 +245,7 @@ class SparkMetrics:
                 gauges["source_offsets_behind_latest"].add_metric([name, topic], records)
             if state.last_progress is not None:
                 gauges["last_progress_timestamp_seconds"].add_metric([name], state.last_progress)
-            cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets)]
+            cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets, strict=True)]
             durations.add_metric([name], cumulative + [("+Inf", float(state.duration_count))], state.duration_sum)
         yield state_set
         yield failure

@@ -13,8 +13,9 @@ seconds to minutes back); older copies then count as stale instead of duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from cdcwatch.spark.metrics import SinkOutcome
 

@@ -7,7 +7,7 @@ import pytest
 from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import BoundedCache
-from cdcwatch.kafka.status import ConsumerStatus, WindowSample, StatusWindow
+from cdcwatch.kafka.status import ConsumerStatus, StatusWindow, WindowSample
 
 
 def window(samples: list[tuple[int, int]], size: int = 3) -> StatusWindow:

@@ -15,7 +15,8 @@ from typing import Any
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
-__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable", "build", "conditional_queries", "panel_queries", "threshold_alert"]
+__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
+           "build", "conditional_queries", "panel_queries", "threshold_alert"]
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,15 @@ def _placeholders(config: MixinConfig) -> dict[str, str]:
 
 def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
     from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
-    from grafana_foundation_sdk.models.common import (BigValueColorMode, BigValueTextMode, GraphThresholdsStyleMode,
-                                                      LegendDisplayMode, LegendPlacement)
-    from grafana_foundation_sdk.models.dashboard import (DashboardLinkType, DataSourceRef, Threshold as Step,
-                                                         ThresholdsMode, ValueMap, ValueMappingResult)
+    from grafana_foundation_sdk.models.common import (
+        BigValueColorMode,
+        BigValueTextMode,
+        GraphThresholdsStyleMode,
+        LegendDisplayMode,
+        LegendPlacement,
+    )
+    from grafana_foundation_sdk.models.dashboard import DashboardLinkType, DataSourceRef, ThresholdsMode, ValueMap, ValueMappingResult
+    from grafana_foundation_sdk.models.dashboard import Threshold as Step
     from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
     kinds = {"timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
