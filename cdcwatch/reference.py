@@ -66,9 +66,9 @@ def metrics_reference() -> str:
     lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | REST | {help} |"
               for name, (kind, help, labels) in CONNECT_METRICS.items()]
     jmx_rows: dict[str, tuple[str, str, list[str]]] = {}
-    for rule in CONNECT_RULES:
-        row = jmx_rows.setdefault(rule.metric, (rule.type, rule.help, []))
-        row[2].append(f"`{rule.bean_type.split('+')[0]}` `{rule.attribute}`")
+    for connect_rule in CONNECT_RULES:
+        jmx_row = jmx_rows.setdefault(connect_rule.metric, (connect_rule.type, connect_rule.help, []))
+        jmx_row[2].append(f"`{connect_rule.bean_type.split('+')[0]}` `{connect_rule.attribute}`")
     lines += [f"| `{name}` | {kind} | connector, task (per bean) | JMX {', '.join(attrs)} | {help} |"
               for name, (kind, help, attrs) in jmx_rows.items()]
     lines += [f"| `{name}` | gauge | connector(, task), state | JMX `{bean}` `status` | Status the MBean reports, as a state set. |"

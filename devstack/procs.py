@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ServerProcess", "StackError", "as_user", "free_port", "jvm_dir", "owned_dir", "port_open", "rss_mib",
            "stop_group", "wait_for"]
@@ -42,7 +43,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.2) -> object:
+def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.2) -> Any:
     """Poll `condition` until it returns something truthy; raise StackError naming `what` on timeout."""
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None

@@ -183,7 +183,7 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
             value = _query(info["prometheus"], "sum(cdcwatch_spark_duplicates_total)") or 0.0
             return value - duplicates_before if value > duplicates_before else None
         try:
-            report.duplicates_counted = wait_for(counted, 60, "re-delivered changes to be counted", interval=1)  # type: ignore[assignment]
+            report.duplicates_counted = wait_for(counted, 60, "re-delivered changes to be counted", interval=1)
         except Exception:
             report.duplicates_counted = 0.0
         say(f"  duplicates counted after the replay: {report.duplicates_counted:.0f}")

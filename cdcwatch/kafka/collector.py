@@ -250,19 +250,19 @@ class KafkaCollector:
             by_topic[(row.group.name, row.topic)].append(row)
         if self.cluster.granularity == "partition":
             self._partition_series(builder, rows)
-        for (group, topic), members in sorted(by_topic.items()):
+        for (group_name, topic), members in sorted(by_topic.items()):
             server = self._server(topic)
             self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_messages", sum(r.lag for r in members),
-                      group=group, topic=topic, server=server)
+                      group=group_name, topic=topic, server=server)
             seconds = [r.lag_seconds for r in members if r.lag_seconds is not None]
             if seconds:
-                self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_seconds", max(seconds), group=group,
+                self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_seconds", max(seconds), group=group_name,
                           topic=topic, server=server)
             self._add(builder, "cdcwatch_kafka_consumergroup_uncommitted_partitions",
-                      sum(r.committed is None for r in members), group=group, topic=topic)
+                      sum(r.committed is None for r in members), group=group_name, topic=topic)
             worst = max((r.status for r in members), key=SEVERITY.__getitem__)
             for status in ConsumerStatus:
-                self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group,
+                self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group_name,
                           topic=topic, status=status.value)
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
         for source, count in self.messages.reads.items():

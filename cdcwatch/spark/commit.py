@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 __all__ = ["OffsetCommitter"]
 

@@ -40,7 +40,7 @@ def exception_class(text: str | None) -> str:
         return "other"
     if _DATABASE_ERROR.search(text):
         return "DatabaseError"
-    known = [name for name in _CLASS_NAME.findall(text) if name in EXCEPTION_CLASSES]
+    known: list[str] = [name for name in _CLASS_NAME.findall(text) if name in EXCEPTION_CLASSES]
     specific = [name for name in known if name not in _WRAPPERS]
     if specific or known:
         return (specific or known)[-1]  # the innermost cause

@@ -99,7 +99,10 @@ class PostgresTarget:
         import psycopg
 
         with psycopg.connect(self.dsn) as connection:
-            total, fresh, stale, _, _ = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
+            counts = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
+            if counts is None:
+                raise RuntimeError(f"merging batch {batch_id} returned no counts")
+            total, fresh, stale, _, _ = counts
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id <= %s", (batch_id,))
             if batch_id % 50 == 0:
                 connection.execute(f"DELETE FROM {self.schema}.applied WHERE applied_at < now() - %s * interval '1 second'",

@@ -9,6 +9,7 @@ runbook section of that alert.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +107,8 @@ def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: 
     from grafana_foundation_sdk.models.dashboard import Threshold as Step
     from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-    kinds = {"timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
+    kinds: dict[str, Callable[[], Any]] = {
+        "timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
              "table": table.Panel, "bargauge": bargauge.Panel}
     builder = (kinds[spec.kind]().title(spec.title).description(spec.description).unit(spec.unit)
                .datasource(DataSourceRef(type_val="prometheus", uid=config.datasource_uid)).span(width).height(8))
@@ -171,7 +173,8 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
         board = board.with_row(dashboard.Row(title))
         for panel in panels:
             board = board.with_panel(_panel(panel, config, values, 24 // len(panels)))
-    return json.loads(json.dumps(board.build(), cls=JSONEncoder))
+    model: dict[str, Any] = json.loads(json.dumps(board.build(), cls=JSONEncoder))
+    return model
 
 
 def conditional_queries(spec: DashboardSpec, config: MixinConfig) -> dict[str, str]:
