@@ -21,7 +21,12 @@ from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
+from cdcwatch.connect import ConnectCollector
+from cdcwatch.debezium import DebeziumCollector
 from cdcwatch.families import Collection, FamilyBuilder, TargetCollector
+from cdcwatch.jmx import make_client
+from cdcwatch.kafka import KafkaCollector
+from cdcwatch.postgres import ReplicationSlotCollector
 
 __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
 
@@ -77,28 +82,19 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
     if jmx_settings:
-        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
+        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout  # jpype
 
         set_response_timeout(max(timeout for _, timeout in jmx_settings))
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
     if config.targets:
-        from cdcwatch.debezium import DebeziumCollector
-        from cdcwatch.jmx import make_client
-
         scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
                       for t in config.targets]
     if config.kafka:
-        from cdcwatch.kafka import KafkaCollector
-
         scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
     if config.connect:
-        from cdcwatch.connect import ConnectCollector
-
         scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds) for c in config.connect]
     if config.postgres:
-        from cdcwatch.postgres import ReplicationSlotCollector
-
         scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
     return scheduled
 

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import _ssl
 import base64
 import binascii
 import ctypes
@@ -122,8 +123,6 @@ def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
     verifying. The verify mode read back through OpenSSL must match the one Python set, or the pointer
     is not the SSL_CTX and nothing is written.
     """
-    import _ssl
-
     unavailable = ValueError("client_auth_type RequestClientCert or RequireAnyClientCert: this Python's ssl module "
                              "cannot be made to accept unverified client certificates")
     try:  # OpenSSL's functions as _ssl links them (absent where it is linked statically)

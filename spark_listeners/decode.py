@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from cdcwatch.events import EventDecodeError, decode
@@ -58,7 +60,6 @@ def _row(record: dict[str, Any]) -> tuple[Any, ...]:
 def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow body: Kafka record batches in, event record batches out."""
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = to_arrow_schema(EVENT_SCHEMA)
     for batch in batches:
@@ -70,7 +71,5 @@ def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
 
 def decode_events(records: DataFrame) -> DataFrame:
     """One decoded row per Kafka record (see EVENT_SCHEMA)."""
-    from pyspark.sql import functions as F
-
     columns = [F.col(name) for name in ("key", "value", "topic", "partition", "offset")]
     return records.select(*columns).mapInArrow(decode_batches, EVENT_SCHEMA)

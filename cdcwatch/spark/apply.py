@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,9 +125,6 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
 
 def run_apply(settings: ApplySettings) -> int:
     """Run until the query stops; 0 when stopped cleanly (SIGTERM), 1 when it failed."""
-    import signal
-    import threading
-
     from spark_listeners import CdcMetricsListener
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -165,8 +166,6 @@ class SparkMetrics:
     @staticmethod
     def families_for_reference() -> list[Any]:
         """Every family with its label names (for the metrics reference)."""
-        from types import SimpleNamespace
-
         metrics = SparkMetrics(lambda: 0.0)
         metrics.terminated("q", "x")  # a query in every family
         metrics.progress("q", {"sources": [{"latestOffset": {"t": {"0": 1}}, "endOffset": {"t": {"0": 0}}}],

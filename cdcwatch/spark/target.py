@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+
 from cdcwatch.spark.metrics import SinkOutcome
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS"]
@@ -79,15 +81,11 @@ class PostgresTarget:
     ledger_retention_seconds: int = 86400
 
     def create(self) -> None:
-        import psycopg
-
         with psycopg.connect(self.dsn, autocommit=True) as connection:
             connection.execute(_SCHEMA_SQL.format(s=self.schema))
 
     def stage(self, batch_id: int, rows: Iterable[Any]) -> None:
         """COPY one partition of a batch's row changes (executor side)."""
-        import psycopg
-
         with psycopg.connect(self.dsn) as connection, connection.cursor() as cursor:
             with cursor.copy(f"COPY {self.schema}.staging (batch_id, topic, partition, kafka_offset, table_id, row_key, "
                              "op, position, row, commit_time) FROM STDIN") as copy:
@@ -96,8 +94,6 @@ class PostgresTarget:
 
     def merge(self, batch_id: int) -> SinkOutcome:
         """Apply the staged batch in one transaction; say what happened to its events."""
-        import psycopg
-
         with psycopg.connect(self.dsn) as connection:
             counts = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
             if counts is None:
@@ -111,7 +107,5 @@ class PostgresTarget:
 
     def clear_batch(self, batch_id: int) -> None:
         """Drop what an earlier, failed attempt of this batch staged."""
-        import psycopg
-
         with psycopg.connect(self.dsn, autocommit=True) as connection:
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id >= %s", (batch_id,))

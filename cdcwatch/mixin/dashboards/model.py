@@ -13,6 +13,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.common import (
+    BigValueColorMode,
+    BigValueTextMode,
+    GraphThresholdsStyleMode,
+    LegendDisplayMode,
+    LegendPlacement,
+)
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardLinkType,
+    DataSourceRef,
+    ThresholdsMode,
+    ValueMap,
+    ValueMappingResult,
+    VariableRefresh,
+    VariableSort,
+)
+from grafana_foundation_sdk.models.dashboard import Threshold as Step
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
@@ -95,18 +116,6 @@ def _placeholders(config: MixinConfig) -> dict[str, str]:
 
 
 def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
-    from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
-    from grafana_foundation_sdk.models.common import (
-        BigValueColorMode,
-        BigValueTextMode,
-        GraphThresholdsStyleMode,
-        LegendDisplayMode,
-        LegendPlacement,
-    )
-    from grafana_foundation_sdk.models.dashboard import DashboardLinkType, DataSourceRef, ThresholdsMode, ValueMap, ValueMappingResult
-    from grafana_foundation_sdk.models.dashboard import Threshold as Step
-    from grafana_foundation_sdk.models.prometheus import PromQueryFormat
-
     kinds: dict[str, Callable[[], Any]] = {
         "timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
              "table": table.Panel, "bargauge": bargauge.Panel}
@@ -150,10 +159,6 @@ def _fill(template: str, values: dict[str, str]) -> str:
 def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
     """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
     multi-valued with All; one row per group of panels."""
-    from grafana_foundation_sdk.builders import dashboard
-    from grafana_foundation_sdk.cog.encoder import JSONEncoder
-    from grafana_foundation_sdk.models.dashboard import DashboardLinkType, DataSourceRef, VariableRefresh, VariableSort
-
     values = _placeholders(config)
     datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
     board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
