@@ -29,8 +29,8 @@ except SystemExit as exit:  # argparse: --help, --version
     code = exit.code
 for module in json.loads(sys.argv[2]):
     __import__(module)
-loaded = sorted(m for m in sys.modules if m.startswith(("cdcwatch.spark.apply", "cdcwatch.spark.commit", "pyspark",
-                                                         "spark_listeners")) and sys.modules[m] is not None)
+loaded = sorted(m for m in sys.modules if m.startswith(("cdcwatch.spark.commit", "pyspark", "spark_listeners"))
+                and sys.modules[m] is not None)
 print(json.dumps({{"code": code, "out": out.getvalue(), "loaded": loaded}}))
 """
 
