@@ -13,7 +13,7 @@ def render_table(results: Sequence[TargetResult]) -> str:
     """A fixed-width table: target, collector, up, duration, key figures or the error."""
     header = ("TARGET", "COLLECTOR", "UP", "TIME", "DETAILS")
     rows = [
-        (r.target, r.collector, "yes" if r.up else "NO", f"{r.duration_seconds * 1000:.0f}ms",
+        (r.target, r.kind, "yes" if r.up else "NO", f"{r.duration_seconds * 1000:.0f}ms",
          r.collection.summary if r.up else f"error: {r.error}")
         for r in results
     ]

@@ -68,7 +68,7 @@ class ScheduledCollector:
 class TargetResult:
     """The outcome of one collection from one target."""
 
-    collector: str
+    kind: str
     target: str
     up: bool
     duration_seconds: float
@@ -113,7 +113,7 @@ class Exporter:
         self._max_series = max_series
         self._pool = self._new_pool()
         self._in_flight: dict[tuple[str, str], Future[tuple[Collection, float]]] = {}
-        self._errors: dict[tuple[str, str], int] = {(s.collector.collector, s.collector.target): 0 for s in self._collectors}
+        self._errors: dict[tuple[str, str], int] = {(s.collector.kind, s.collector.target): 0 for s in self._collectors}
         self._dropped: dict[tuple[str, str], int] = {}
         self._last_up: dict[tuple[str, str], bool] = {}
         self._lock = threading.Lock()
@@ -138,7 +138,7 @@ class Exporter:
             self._in_flight = {}
             self._pool = self._new_pool()
             for scheduled in self._collectors:
-                self._errors.setdefault((scheduled.collector.collector, scheduled.collector.target), 0)
+                self._errors.setdefault((scheduled.collector.kind, scheduled.collector.target), 0)
 
         def retire() -> None:
             for future in in_flight:
@@ -161,7 +161,7 @@ class Exporter:
         pending: list[tuple[ScheduledCollector, Future[tuple[Collection, float]]]] = []
         with self._lock:
             for scheduled in self._collectors:
-                key = (scheduled.collector.collector, scheduled.collector.target)
+                key = (scheduled.collector.kind, scheduled.collector.target)
                 future = self._in_flight.get(key)
                 if future is None or future.done():
                     future = self._pool.submit(_timed, scheduled.collector)
@@ -170,7 +170,7 @@ class Exporter:
         return [self._await(scheduled, future, started) for scheduled, future in pending]
 
     def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
-        name, target = scheduled.collector.collector, scheduled.collector.target
+        name, target = scheduled.collector.kind, scheduled.collector.target
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
@@ -201,30 +201,30 @@ class Exporter:
         return Collection(families, collection.summary)
 
     def _record(self, result: TargetResult) -> None:
-        key = (result.collector, result.target)
+        key = (result.kind, result.target)
         with self._lock:
             if not result.up:
                 self._errors[key] = self._errors.get(key, 0) + 1
             previous = self._last_up.get(key)
             self._last_up[key] = result.up
         if not result.up and previous is not False:
-            log.warning("target %s (%s) is down: %s", result.target, result.collector, result.error)
+            log.warning("target %s (%s) is down: %s", result.target, result.kind, result.error)
         elif previous is False and result.up:
-            log.info("target %s (%s) is up again", result.target, result.collector)
+            log.info("target %s (%s) is up again", result.target, result.kind)
 
     def self_families(self, results: Iterable[TargetResult]) -> list[Metric]:
         """cdcwatch's own metrics for a set of results."""
         builder = FamilyBuilder()
         help_of = {name: help for name, _, _, help in SELF_METRICS}
         for r in results:
-            labels = {"collector": r.collector, "target": r.target}
+            labels = {"collector": r.kind, "target": r.target}
             builder.add("cdcwatch_up", "gauge", help_of["cdcwatch_up"], labels, 1.0 if r.up else 0.0)
             builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels,
                         r.duration_seconds)
             builder.add("cdcwatch_scrape_errors_total", "counter", help_of["cdcwatch_scrape_errors_total"], labels,
-                        float(self._errors.get((r.collector, r.target), 0)))
+                        float(self._errors.get((r.kind, r.target), 0)))
             builder.add("cdcwatch_series_dropped_total", "counter", help_of["cdcwatch_series_dropped_total"], labels,
-                        float(self._dropped.get((r.collector, r.target), 0)))
+                        float(self._dropped.get((r.kind, r.target), 0)))
         builder.add("cdcwatch_build_info", "gauge", help_of["cdcwatch_build_info"],
                     {"version": __version__, "python_version": platform.python_version()}, 1.0)
         for name, value in (("cdcwatch_config_last_reload_successful", float(self.reloads.last_successful)),

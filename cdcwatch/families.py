@@ -45,7 +45,8 @@ class Collection:
 class TargetCollector(Protocol):
     """Collects one target; raises on failure (the caller turns that into up=0)."""
 
-    collector: str
+    kind: str
+    """What is collected: debezium, kafka, connect or postgres (the `collector` label)."""
     target: str
 
     def collect(self) -> Collection: ...

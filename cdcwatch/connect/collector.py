@@ -56,7 +56,7 @@ def exception_class(trace: str | None) -> str:
 class ConnectCollector:
     """Collects one Connect worker; raises on failure (the exporter turns that into up=0)."""
 
-    collector = "connect"
+    kind = "connect"
 
     def __init__(self, worker: ConnectWorkerConfig) -> None:
         self.worker = worker

@@ -99,7 +99,7 @@ class _Row:
 class KafkaCollector:
     """Collects one Kafka cluster; raises on failure (the exporter turns that into up=0)."""
 
-    collector = "kafka"
+    kind = "kafka"
 
     def __init__(self, cluster: KafkaClusterConfig) -> None:
         self.cluster = cluster

@@ -68,7 +68,7 @@ class _Slot:
 class ReplicationSlotCollector:
     """Collects one source's replication slots; raises on failure (the exporter turns that into up=0)."""
 
-    collector = "postgres"
+    kind = "postgres"
 
     def __init__(self, source: PostgresSourceConfig) -> None:
         self.source = source
