@@ -23,7 +23,7 @@ from cdcwatch import __version__
 from cdcwatch.config import Config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.debezium import DebeziumCollector
-from cdcwatch.families import Collection, FamilyBuilder, TargetCollector
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, metric_specs
 from cdcwatch.jmx import make_client
 from cdcwatch.kafka import KafkaCollector
 from cdcwatch.postgres import ReplicationSlotCollector
@@ -32,18 +32,18 @@ __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "Tar
 
 log = logging.getLogger("cdcwatch")
 
-SELF_METRICS: tuple[tuple[str, str, str, str], ...] = (
-    # (name, type, labels, help)
-    ("cdcwatch_up", "gauge", "collector, target", "1 if the last collection from the target succeeded, else 0."),
-    ("cdcwatch_scrape_duration_seconds", "gauge", "collector, target", "Time the last collection from the target took."),
-    ("cdcwatch_scrape_errors_total", "counter", "collector, target", "Failed collections from the target since cdcwatch started."),
-    ("cdcwatch_series_dropped_total", "counter", "collector, target",
-     "Series not exported because the target exceeded limits.max_series_per_target."),
-    ("cdcwatch_build_info", "gauge", "version, python_version", "Always 1; the labels tell the cdcwatch build."),
-    ("cdcwatch_config_last_reload_successful", "gauge", "-", "1 if the last configuration (re)load succeeded, else 0."),
-    ("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "-", "When the configuration in use was loaded."),
-    ("cdcwatch_config_reload_failures_total", "counter", "-",
-     "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
+_TARGET = ("collector", "target")
+SELF_METRICS = metric_specs(
+    MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET),
+    MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET),
+    MetricSpec("cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET),
+    MetricSpec("cdcwatch_series_dropped_total", "counter",
+               "Series not exported because the target exceeded limits.max_series_per_target.", _TARGET),
+    MetricSpec("cdcwatch_build_info", "gauge", "Always 1; the labels tell the cdcwatch build.", ("version", "python_version")),
+    MetricSpec("cdcwatch_config_last_reload_successful", "gauge", "1 if the last configuration (re)load succeeded, else 0."),
+    MetricSpec("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded."),
+    MetricSpec("cdcwatch_config_reload_failures_total", "counter",
+               "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
 )
 
 
@@ -215,23 +215,19 @@ class Exporter:
     def self_families(self, results: Iterable[TargetResult]) -> list[Metric]:
         """cdcwatch's own metrics for a set of results."""
         builder = FamilyBuilder()
-        help_of = {name: help for name, _, _, help in SELF_METRICS}
+        spec = SELF_METRICS
         for r in results:
-            labels = {"collector": r.kind, "target": r.target}
-            builder.add("cdcwatch_up", "gauge", help_of["cdcwatch_up"], labels, 1.0 if r.up else 0.0)
-            builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels,
-                        r.duration_seconds)
-            builder.add("cdcwatch_scrape_errors_total", "counter", help_of["cdcwatch_scrape_errors_total"], labels,
-                        float(self._errors.get((r.kind, r.target), 0)))
-            builder.add("cdcwatch_series_dropped_total", "counter", help_of["cdcwatch_series_dropped_total"], labels,
-                        float(self._dropped.get((r.kind, r.target), 0)))
-        builder.add("cdcwatch_build_info", "gauge", help_of["cdcwatch_build_info"],
-                    {"version": __version__, "python_version": platform.python_version()}, 1.0)
-        for name, value in (("cdcwatch_config_last_reload_successful", float(self.reloads.last_successful)),
-                            ("cdcwatch_config_last_reload_success_timestamp_seconds", self.reloads.last_success_time),
-                            ("cdcwatch_config_reload_failures_total", float(self.reloads.failures))):
-            kind = next(kind for metric, kind, _, _ in SELF_METRICS if metric == name)
-            builder.add(name, kind, help_of[name], {}, value)
+            key = (r.kind, r.target)
+            builder.add_spec(spec["cdcwatch_up"], 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
+            builder.add_spec(spec["cdcwatch_scrape_duration_seconds"], r.duration_seconds, collector=r.kind, target=r.target)
+            builder.add_spec(spec["cdcwatch_scrape_errors_total"], float(self._errors.get(key, 0)), collector=r.kind,
+                             target=r.target)
+            builder.add_spec(spec["cdcwatch_series_dropped_total"], float(self._dropped.get(key, 0)), collector=r.kind,
+                             target=r.target)
+        builder.add_spec(spec["cdcwatch_build_info"], 1.0, version=__version__, python_version=platform.python_version())
+        builder.add_spec(spec["cdcwatch_config_last_reload_successful"], float(self.reloads.last_successful))
+        builder.add_spec(spec["cdcwatch_config_last_reload_success_timestamp_seconds"], self.reloads.last_success_time)
+        builder.add_spec(spec["cdcwatch_config_reload_failures_total"], float(self.reloads.failures))
         return builder.families()
 
     # prometheus_client collector protocol
