@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 venv=.cdcwatch/noextras
 stamp=$venv/.created
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$0" -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/check-no-extras.sh -nt "$stamp" ]; then
   echo "check-no-extras: creating $venv"
   rm -rf "$venv"
   python3 -m venv "$venv"
