@@ -57,7 +57,7 @@ def keep_moving(kafka: KafkaBroker, groups: list[str], partitions: int, stop: th
             producer.produce(TOPIC, partition=partition, value=b'{"op":"c","ts_ms":1,"source":{"ts_ms":1}}')
         producer.flush(30)
         step += 1
-        for n, (group, consumer) in enumerate(consumers.items()):
+        for n, consumer in enumerate(consumers.values()):
             consumer.commit(offsets=[TopicPartition(TOPIC, p, (n + p) % 5 + step - 5) for p in range(partitions)],
                             asynchronous=False)
     for consumer in consumers.values():

@@ -70,7 +70,7 @@ def main() -> None:
             process, port = serve(base, dbz.jmx_url, backend)
             processes.append(process)
             if backend == "jpype":  # both beans present and streaming before timing
-                wait_for(lambda: b"cdcwatch_debezium_connected" in urllib.request.urlopen(
+                wait_for(lambda port=port: b"cdcwatch_debezium_connected" in urllib.request.urlopen(
                     f"http://127.0.0.1:{port}/metrics", timeout=30).read(), 60, "streaming bean")
             times = scrape_times(port, backend, args.scrapes)
             results[backend] = (statistics.median(times), statistics.quantiles(times, n=20)[18], rss_mib(process.pid))

@@ -34,7 +34,6 @@ from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
 
 
-
 def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 

@@ -38,7 +38,7 @@ def main() -> None:
     CdcMetricsListener.attach(spark)
     records = recorded_records(with_schema=True)
     rows = [(key, value, topic, 0, offset)
-            for offset, (key, value, topic) in zip(range(args.events), (records[i % len(records)] for i in range(args.events)))]
+            for offset, (key, value, topic) in enumerate(records[i % len(records)] for i in range(args.events))]
     path = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-")) / "records.parquet"
     spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, offset long") \
         .repartition(4).write.parquet(str(path))

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
 
-from cdcwatch import __version__
+from psycopg.conninfo import conninfo_to_dict
+
+from cdcwatch import __version__, reference
+from cdcwatch.check import render_table
 from cdcwatch.config import (
     DEFAULT_PORT,
     WATCH_INTERVAL_SECONDS,
@@ -19,9 +24,16 @@ from cdcwatch.config import (
     ConfigError,
     load_config,
 )
-
-if TYPE_CHECKING:
-    from cdcwatch.mixin import MixinConfig
+from cdcwatch.exporter import Exporter
+from cdcwatch.mixin import MixinConfig, load_mixin_config, write_files
+from cdcwatch.mixin.dashboards import build_dashboards
+from cdcwatch.mixin.generate import rules_yaml
+from cdcwatch.mixin.preview import render_preview
+from cdcwatch.reload import ConfigReloader
+from cdcwatch.server import make_http_server
+from cdcwatch.spark import DEFAULT_METRICS_PORT
+from cdcwatch.spark.apply import ApplySettings, KafkaSourceMissing, run_apply
+from cdcwatch.web import load_web_config
 
 __all__ = ["main"]
 
@@ -77,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--query-name", default="cdc_apply", help="the `query` label")
     apply.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval")
     apply.add_argument("--metrics-address", default="127.0.0.1", help="address of the listener's /metrics")
-    apply.add_argument("--metrics-port", type=int, default=10122, help="port of the listener's /metrics (0: none)")
+    apply.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
+                       help=f"port of the listener's /metrics (default {DEFAULT_METRICS_PORT}; 0: none)")
     apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
     apply.add_argument("--jars", default="", help="comma-separated jars for Spark (spark-sql-kafka-0-10 and its "
                        "dependencies), when Spark's classpath lacks them")
@@ -120,9 +133,6 @@ def _load(path: str) -> Config:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from cdcwatch.exporter import Exporter
-    from cdcwatch.server import make_http_server
-
     if args.config_watch_interval < 0:
         print("cdcwatch: --config-watch-interval must be 0 (off) or a positive number of seconds", file=sys.stderr)
         return EXIT_CONFIG
@@ -132,8 +142,6 @@ def _serve(args: argparse.Namespace) -> int:
     web_file = args.web_config_file or config.listen.web_config_file
     web = None
     if web_file:
-        from cdcwatch.web import load_web_config
-
         try:
             web = load_web_config(web_file)
         except ValueError as exc:
@@ -154,8 +162,6 @@ def _serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
-    from cdcwatch.reload import ConfigReloader
-
     reloader = ConfigReloader(args.config, exporter, config)
     signal.signal(signal.SIGHUP, lambda *_: threading.Thread(target=reloader.reload, daemon=True).start())
     if args.config_watch_interval:
@@ -173,9 +179,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from cdcwatch.check import render_table
-    from cdcwatch.exporter import Exporter
-
     config = _load(args.config)
     exporter = Exporter.from_config(config)
     try:
@@ -187,19 +190,11 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
-    from cdcwatch import reference
-
     print(reference.metrics_reference() if args.what == "metrics" else reference.config_reference(), end="")
     return EXIT_OK
 
 
 def _apply(args: argparse.Namespace) -> int:
-    import re
-
-    from cdcwatch.spark.apply import KafkaSourceMissing
-
-    from psycopg.conninfo import conninfo_to_dict
-
     try:
         re.compile(args.subscribe_pattern)
     except re.error as exc:
@@ -230,8 +225,6 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _run_apply(args: argparse.Namespace, options: dict[str, str], jars: tuple[str, ...]) -> int:
-    from cdcwatch.spark.apply import ApplySettings, run_apply
-
     return run_apply(ApplySettings(
         bootstrap_servers=args.bootstrap_servers, subscribe_pattern=args.subscribe_pattern, target_dsn=args.target,
         checkpoint=args.checkpoint, master=args.master, query_name=args.query_name, target_schema=args.target_schema,
@@ -243,14 +236,10 @@ def _run_apply(args: argparse.Namespace, options: dict[str, str], jars: tuple[st
 
 
 def _mixin_config(path: str | None) -> MixinConfig:
-    from cdcwatch.mixin import load_mixin_config
-
     return load_mixin_config(path)
 
 
 def _alerts(args: argparse.Namespace) -> int:
-    from cdcwatch.mixin.generate import rules_yaml
-
     print(rules_yaml(_mixin_config(args.config)), end="")
     return EXIT_OK
 
@@ -258,26 +247,18 @@ def _alerts(args: argparse.Namespace) -> int:
 def _dashboards(args: argparse.Namespace) -> int:
     config = _mixin_config(args.config)
     if args.action == "generate":
-        import json
-
-        from cdcwatch.mixin.dashboards import build_dashboards
-
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         for name, model in build_dashboards(config).items():
             (out / name).write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             print(out / name)
         return EXIT_OK
-    from cdcwatch.mixin.preview import render_preview
-
     index = render_preview(args.prometheus, config, Path(args.out), args.range)
     print(index)
     return EXIT_OK
 
 
 def _mixin(args: argparse.Namespace) -> int:
-    from cdcwatch.mixin import write_files
-
     for path in write_files(_mixin_config(args.config), Path(args.out)):
         print(path)
     return EXIT_OK

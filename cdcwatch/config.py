@@ -22,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 __all__ = [
     "DEFAULT_PORT",
@@ -341,14 +342,14 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _message(error: dict[str, Any]) -> str:
+def _message(error: ErrorDetails) -> str:
     kind = error["type"]
     if kind in _TYPE_MESSAGES:
         return _TYPE_MESSAGES[kind]
     if kind == "literal_error":
-        return "expected " + error["ctx"]["expected"]
+        return "expected " + str(error.get("ctx", {})["expected"])
     if kind == "value_error":
-        return str(error["ctx"]["error"])
+        return str(error.get("ctx", {})["error"])
     if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than", "too_short"):
         return error["msg"].replace("Input should", "must").replace("List should", "must")
     return error["msg"][0].lower() + error["msg"][1:]

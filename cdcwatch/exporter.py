@@ -12,33 +12,38 @@ import logging
 import platform
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
-from cdcwatch.families import Collection, FamilyBuilder, TargetCollector
+from cdcwatch.connect import ConnectCollector
+from cdcwatch.debezium import DebeziumCollector
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, metric_specs
+from cdcwatch.jmx import make_client
+from cdcwatch.kafka import KafkaCollector
+from cdcwatch.postgres import ReplicationSlotCollector
 
 __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
 
 log = logging.getLogger("cdcwatch")
 
-SELF_METRICS: tuple[tuple[str, str, str, str], ...] = (
-    # (name, type, labels, help)
-    ("cdcwatch_up", "gauge", "collector, target", "1 if the last collection from the target succeeded, else 0."),
-    ("cdcwatch_scrape_duration_seconds", "gauge", "collector, target", "Time the last collection from the target took."),
-    ("cdcwatch_scrape_errors_total", "counter", "collector, target", "Failed collections from the target since cdcwatch started."),
-    ("cdcwatch_series_dropped_total", "counter", "collector, target",
-     "Series not exported because the target exceeded limits.max_series_per_target."),
-    ("cdcwatch_build_info", "gauge", "version, python_version", "Always 1; the labels tell the cdcwatch build."),
-    ("cdcwatch_config_last_reload_successful", "gauge", "-", "1 if the last configuration (re)load succeeded, else 0."),
-    ("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "-", "When the configuration in use was loaded."),
-    ("cdcwatch_config_reload_failures_total", "counter", "-",
-     "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
+_TARGET = ("collector", "target")
+SELF_METRICS = metric_specs(
+    MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET),
+    MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET),
+    MetricSpec("cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET),
+    MetricSpec("cdcwatch_series_dropped_total", "counter",
+               "Series not exported because the target exceeded limits.max_series_per_target.", _TARGET),
+    MetricSpec("cdcwatch_build_info", "gauge", "Always 1; the labels tell the cdcwatch build.", ("version", "python_version")),
+    MetricSpec("cdcwatch_config_last_reload_successful", "gauge", "1 if the last configuration (re)load succeeded, else 0."),
+    MetricSpec("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded."),
+    MetricSpec("cdcwatch_config_reload_failures_total", "counter",
+               "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
 )
 
 
@@ -63,7 +68,7 @@ class ScheduledCollector:
 class TargetResult:
     """The outcome of one collection from one target."""
 
-    collector: str
+    kind: str
     target: str
     up: bool
     duration_seconds: float
@@ -77,28 +82,19 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
     if jmx_settings:
-        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout
+        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout  # jpype
 
         set_response_timeout(max(timeout for _, timeout in jmx_settings))
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
     if config.targets:
-        from cdcwatch.debezium import DebeziumCollector
-        from cdcwatch.jmx import make_client
-
         scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
                       for t in config.targets]
     if config.kafka:
-        from cdcwatch.kafka import KafkaCollector
-
         scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
     if config.connect:
-        from cdcwatch.connect import ConnectCollector
-
         scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds) for c in config.connect]
     if config.postgres:
-        from cdcwatch.postgres import ReplicationSlotCollector
-
         scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
     return scheduled
 
@@ -117,14 +113,14 @@ class Exporter:
         self._max_series = max_series
         self._pool = self._new_pool()
         self._in_flight: dict[tuple[str, str], Future[tuple[Collection, float]]] = {}
-        self._errors: dict[tuple[str, str], int] = {(s.collector.collector, s.collector.target): 0 for s in self._collectors}
+        self._errors: dict[tuple[str, str], int] = {(s.collector.kind, s.collector.target): 0 for s in self._collectors}
         self._dropped: dict[tuple[str, str], int] = {}
         self._last_up: dict[tuple[str, str], bool] = {}
         self._lock = threading.Lock()
         self.reloads = ReloadStats()
 
     @classmethod
-    def from_config(cls, config: Config) -> "Exporter":
+    def from_config(cls, config: Config) -> Exporter:
         return cls(build_collectors(config), config.limits.max_concurrent_collections, config.limits.max_series_per_target)
 
     def replace(self, collectors: Sequence[ScheduledCollector], max_concurrency: int | None = None,
@@ -142,7 +138,7 @@ class Exporter:
             self._in_flight = {}
             self._pool = self._new_pool()
             for scheduled in self._collectors:
-                self._errors.setdefault((scheduled.collector.collector, scheduled.collector.target), 0)
+                self._errors.setdefault((scheduled.collector.kind, scheduled.collector.target), 0)
 
         def retire() -> None:
             for future in in_flight:
@@ -165,7 +161,7 @@ class Exporter:
         pending: list[tuple[ScheduledCollector, Future[tuple[Collection, float]]]] = []
         with self._lock:
             for scheduled in self._collectors:
-                key = (scheduled.collector.collector, scheduled.collector.target)
+                key = (scheduled.collector.kind, scheduled.collector.target)
                 future = self._in_flight.get(key)
                 if future is None or future.done():
                     future = self._pool.submit(_timed, scheduled.collector)
@@ -174,7 +170,7 @@ class Exporter:
         return [self._await(scheduled, future, started) for scheduled, future in pending]
 
     def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
-        name, target = scheduled.collector.collector, scheduled.collector.target
+        name, target = scheduled.collector.kind, scheduled.collector.target
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
@@ -205,36 +201,33 @@ class Exporter:
         return Collection(families, collection.summary)
 
     def _record(self, result: TargetResult) -> None:
-        key = (result.collector, result.target)
+        key = (result.kind, result.target)
         with self._lock:
             if not result.up:
                 self._errors[key] = self._errors.get(key, 0) + 1
             previous = self._last_up.get(key)
             self._last_up[key] = result.up
         if not result.up and previous is not False:
-            log.warning("target %s (%s) is down: %s", result.target, result.collector, result.error)
+            log.warning("target %s (%s) is down: %s", result.target, result.kind, result.error)
         elif previous is False and result.up:
-            log.info("target %s (%s) is up again", result.target, result.collector)
+            log.info("target %s (%s) is up again", result.target, result.kind)
 
     def self_families(self, results: Iterable[TargetResult]) -> list[Metric]:
         """cdcwatch's own metrics for a set of results."""
         builder = FamilyBuilder()
-        help_of = {name: help for name, _, _, help in SELF_METRICS}
+        spec = SELF_METRICS
         for r in results:
-            labels = {"collector": r.collector, "target": r.target}
-            builder.add("cdcwatch_up", "gauge", help_of["cdcwatch_up"], labels, 1.0 if r.up else 0.0)
-            builder.add("cdcwatch_scrape_duration_seconds", "gauge", help_of["cdcwatch_scrape_duration_seconds"], labels, r.duration_seconds)
-            builder.add("cdcwatch_scrape_errors_total", "counter", help_of["cdcwatch_scrape_errors_total"], labels,
-                        float(self._errors.get((r.collector, r.target), 0)))
-            builder.add("cdcwatch_series_dropped_total", "counter", help_of["cdcwatch_series_dropped_total"], labels,
-                        float(self._dropped.get((r.collector, r.target), 0)))
-        builder.add("cdcwatch_build_info", "gauge", help_of["cdcwatch_build_info"],
-                    {"version": __version__, "python_version": platform.python_version()}, 1.0)
-        for name, value in (("cdcwatch_config_last_reload_successful", float(self.reloads.last_successful)),
-                            ("cdcwatch_config_last_reload_success_timestamp_seconds", self.reloads.last_success_time),
-                            ("cdcwatch_config_reload_failures_total", float(self.reloads.failures))):
-            kind = next(kind for metric, kind, _, _ in SELF_METRICS if metric == name)
-            builder.add(name, kind, help_of[name], {}, value)
+            key = (r.kind, r.target)
+            builder.add_spec(spec["cdcwatch_up"], 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
+            builder.add_spec(spec["cdcwatch_scrape_duration_seconds"], r.duration_seconds, collector=r.kind, target=r.target)
+            builder.add_spec(spec["cdcwatch_scrape_errors_total"], float(self._errors.get(key, 0)), collector=r.kind,
+                             target=r.target)
+            builder.add_spec(spec["cdcwatch_series_dropped_total"], float(self._dropped.get(key, 0)), collector=r.kind,
+                             target=r.target)
+        builder.add_spec(spec["cdcwatch_build_info"], 1.0, version=__version__, python_version=platform.python_version())
+        builder.add_spec(spec["cdcwatch_config_last_reload_successful"], float(self.reloads.last_successful))
+        builder.add_spec(spec["cdcwatch_config_last_reload_success_timestamp_seconds"], self.reloads.last_success_time)
+        builder.add_spec(spec["cdcwatch_config_reload_failures_total"], float(self.reloads.failures))
         return builder.families()
 
     # prometheus_client collector protocol

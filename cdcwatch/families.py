@@ -2,13 +2,58 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from typing import Literal, Protocol
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-__all__ = ["Collection", "FamilyBuilder", "TargetCollector"]
+__all__ = ["Collection", "FamilyBuilder", "MetricSpec", "TargetCollector", "UndeclaredLabel", "metric_specs"]
+
+_UNITS = ("seconds", "bytes")
+
+
+class UndeclaredLabel(ValueError):
+    """A sample carries a label its metric's spec does not declare (a bug in the collector)."""
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric as declared once: the collectors build its samples from it and the reference documents it.
+
+    `name` is the sample name (a counter's ends in `_total`); `labels` are the labels a collector adds
+    besides the ones every series of that collector carries (target and static labels); `unit` is the
+    name's unit suffix (seconds, bytes), empty for plain counts and states.
+    """
+
+    name: str
+    type: Literal["gauge", "counter", "histogram"]
+    help: str
+    labels: tuple[str, ...] = ()
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.type == "counter") != self.name.endswith("_total"):
+            raise ValueError(f"{self.name}: a counter's name, and only a counter's, ends in _total")
+        if not self.unit:
+            base = self.name.removesuffix("_total")
+            object.__setattr__(self, "unit", next((u for u in _UNITS if base.endswith(f"_{u}")), ""))
+
+    def check_labels(self, labels: Iterable[str]) -> None:
+        """Raise UndeclaredLabel for a label the spec does not declare."""
+        undeclared = sorted(set(labels) - set(self.labels))
+        if undeclared:
+            raise UndeclaredLabel(f"{self.name}: label(s) {', '.join(undeclared)} not declared (declared: "
+                                  f"{', '.join(self.labels) or 'none'})")
+
+
+def metric_specs(*specs: MetricSpec) -> dict[str, MetricSpec]:
+    """Specs by name, in declaration order; a name declared twice is an error."""
+    by_name = {spec.name: spec for spec in specs}
+    if len(by_name) != len(specs):
+        raise ValueError("a metric is declared twice")
+    return by_name
 
 
 class FamilyBuilder:
@@ -19,6 +64,15 @@ class FamilyBuilder:
 
     def add(self, metric: str, type: str, help: str, labels: Mapping[str, str], value: float) -> None:
         self.family(metric, type, help).samples.append(Sample(metric, dict(labels), value))
+
+    def add_spec(self, spec: MetricSpec, value: float, common: Mapping[str, str] = {}, **labels: str) -> None:
+        """A sample of `spec` with the collector's `common` labels and the spec's own `labels` (checked)."""
+        spec.check_labels(labels)
+        self.family(spec.name, spec.type, spec.help).samples.append(Sample(spec.name, {**common, **labels}, value))
+
+    def family_of(self, spec: MetricSpec) -> Metric:
+        """The family of `spec`; hot paths append samples to it after `spec.check_labels` of their label keys."""
+        return self.family(spec.name, spec.type, spec.help)
 
     def family(self, metric: str, type: str, help: str) -> Metric:
         """The family of `metric`; hot paths append `Sample(metric, labels, value)` to its samples."""
@@ -44,7 +98,8 @@ class Collection:
 class TargetCollector(Protocol):
     """Collects one target; raises on failure (the caller turns that into up=0)."""
 
-    collector: str
+    kind: str
+    """What is collected: debezium, kafka, connect or postgres (the `collector` label)."""
     target: str
 
     def collect(self) -> Collection: ...

@@ -11,12 +11,15 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from cdcwatch.config import Config
-from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
-from cdcwatch.exporter import SELF_METRICS
-from cdcwatch.kafka.collector import KAFKA_LABELS, KAFKA_METRICS
 from cdcwatch.connect.collector import CONNECT_METRICS
 from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
+from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
+from cdcwatch.exporter import SELF_METRICS
+from cdcwatch.families import MetricSpec
+from cdcwatch.kafka.collector import KAFKA_METRICS
 from cdcwatch.postgres.slots import SLOT_METRICS
+from cdcwatch.spark import DEFAULT_METRICS_PORT
+from cdcwatch.spark.metrics import SPARK_METRICS
 
 __all__ = ["config_reference", "metric_types", "metrics_reference"]
 
@@ -27,7 +30,7 @@ _KAFKA_LABELS = "target (the cluster name) and the cluster's static labels"
 def metrics_reference() -> str:
     """Every metric cdcwatch exports, with type, labels, help and its MBean attribute(s)."""
     lines = ["### Self metrics", "", "| metric | type | labels | help |", "|---|---|---|---|"]
-    lines += [f"| `{name}` | {type} | {labels} | {help} |" for name, type, labels, help in SELF_METRICS]
+    lines += [_row(spec) for spec in SELF_METRICS.values()]
     lines += ["", "### Debezium (JMX)", "",
               f"Every series carries the labels {_BEAN_LABELS}; extra labels are listed per metric.", "",
               "| metric | type | extra labels | MBean attribute(s) | help |", "|---|---|---|---|---|"]
@@ -56,17 +59,15 @@ def metrics_reference() -> str:
     lines += ["### Kafka (consumer groups, topics)", "",
               f"Every series carries the labels {_KAFKA_LABELS}; extra labels are listed per metric.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
-    lines += [f"| `{name}` | {kind} | {', '.join(KAFKA_LABELS[name]) or '-'} | {help} |"
-              for name, (kind, help) in KAFKA_METRICS.items()]
+    lines += [_row(spec) for spec in KAFKA_METRICS.values()]
     lines += ["", "### Kafka Connect workers", "",
               "Every series carries the label target (the worker name) and the worker's static labels.", "",
               "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
-    lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | REST | {help} |"
-              for name, (kind, help, labels) in CONNECT_METRICS.items()]
+    lines += [_row(spec, "REST") for spec in CONNECT_METRICS.values()]
     jmx_rows: dict[str, tuple[str, str, list[str]]] = {}
-    for rule in CONNECT_RULES:
-        row = jmx_rows.setdefault(rule.metric, (rule.type, rule.help, []))
-        row[2].append(f"`{rule.bean_type.split('+')[0]}` `{rule.attribute}`")
+    for connect_rule in CONNECT_RULES:
+        jmx_row = jmx_rows.setdefault(connect_rule.metric, (connect_rule.type, connect_rule.help, []))
+        jmx_row[2].append(f"`{connect_rule.bean_type.split('+')[0]}` `{connect_rule.attribute}`")
     lines += [f"| `{name}` | {kind} | connector, task (per bean) | JMX {', '.join(attrs)} | {help} |"
               for name, (kind, help, attrs) in jmx_rows.items()]
     lines += [f"| `{name}` | gauge | connector(, task), state | JMX `{bean}` `status` | Status the MBean reports, as a state set. |"
@@ -74,12 +75,11 @@ def metrics_reference() -> str:
     lines += ["", "### PostgreSQL replication slots", "",
               "Every series carries the label target (the source name) and the source's static labels.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
-    lines += [f"| `{name}` | {kind} | {', '.join(labels) or '-'} | {help} |"
-              for name, (kind, help, labels) in SLOT_METRICS.items()]
+    lines += [_row(spec) for spec in SLOT_METRICS.values()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
-              "Served by the listener's own /metrics (default 127.0.0.1:10122), not by `cdcwatch serve`.", "",
+              f"Served by the listener's own /metrics (default 127.0.0.1:{DEFAULT_METRICS_PORT}), not by `cdcwatch serve`.", "",
               "| metric | type | labels | help |", "|---|---|---|---|"]
-    lines += _spark_rows()
+    lines += [_row(spec) for spec in SPARK_METRICS.values()]
     lines += [""]
     return "\n".join(lines)
 
@@ -89,14 +89,10 @@ def metric_types() -> dict[str, str]:
     return dict(re.findall(r"^\| `(cdcwatch_\w+)` \| (\w+) \|", metrics_reference(), re.MULTILINE))
 
 
-def _spark_rows() -> list[str]:
-    from spark_listeners.metrics import SparkMetrics
-
-    rows = []
-    for family in SparkMetrics.families_for_reference():
-        name = family.name + ("_total" if family.type == "counter" else "")
-        rows.append(f"| `{name}` | {family.type} | {', '.join(family.label_names)} | {family.documentation} |")
-    return rows
+def _row(spec: MetricSpec, source: str | None = None) -> str:
+    """A metric's table row: name, type, (extra) labels, the source when given, help."""
+    cells = [f"`{spec.name}`", spec.type, ", ".join(spec.labels) or "-", *([source] if source else []), spec.help]
+    return "| " + " | ".join(cells) + " |"
 
 
 _TYPE_WORDS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "SecretStr": "secret string",

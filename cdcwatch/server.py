@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -33,7 +34,8 @@ def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
         if path == "/metrics":
-            return metrics(environ, start_response)
+            body: Iterable[bytes] = metrics(environ, start_response)
+            return body
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
             return [_LANDING]
@@ -54,7 +56,7 @@ def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig
     app = build_app(exporter)
     if web is not None and web.basic_auth_users:
         app = require_basic_auth(app, web.basic_auth_users)
-    server = make_server(sockaddr[0], port, app, Server, handler_class=_SilentHandler)
+    server = make_server(str(sockaddr[0]), port, app, Server, handler_class=_SilentHandler)
     if web is not None and web.tls_server_config is not None:
         context = server_ssl_context(web.tls_server_config, web_dir or Path("."))
         server.socket = context.wrap_socket(server.socket, server_side=True)

@@ -12,14 +12,16 @@
 
 from __future__ import annotations
 
+import _ssl
 import base64
 import binascii
 import ctypes
 import hashlib
 import ssl
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Literal
 
 import bcrypt
 import yaml
@@ -121,8 +123,6 @@ def _accept_unverified_client_certificates(context: ssl.SSLContext) -> None:
     verifying. The verify mode read back through OpenSSL must match the one Python set, or the pointer
     is not the SSL_CTX and nothing is written.
     """
-    import _ssl
-
     unavailable = ValueError("client_auth_type RequestClientCert or RequireAnyClientCert: this Python's ssl module "
                              "cannot be made to accept unverified client certificates")
     try:  # OpenSSL's functions as _ssl links them (absent where it is linked statically)

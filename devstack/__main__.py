@@ -11,8 +11,8 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from cdcwatch.config import DEFAULT_PORT
 

@@ -22,8 +22,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from devstack.demo_settings import (APPLY_RATE, COMMIT_GROUP, CONNECTOR, DEMO_MIXIN, QUERY, SCRAPE_INTERVAL, SERVER, SLOT,
                                     STATE_FILE, STATUS_WINDOW_SAMPLES)

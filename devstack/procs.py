@@ -12,8 +12,9 @@ import stat
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any
 
 __all__ = ["ServerProcess", "StackError", "as_user", "free_port", "jvm_dir", "owned_dir", "port_open", "rss_mib",
            "stop_group", "wait_for"]
@@ -42,7 +43,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.2) -> object:
+def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.2) -> Any:
     """Poll `condition` until it returns something truthy; raise StackError naming `what` on timeout."""
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
@@ -72,7 +73,7 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def stop_group(process: "subprocess.Popen[bytes] | None", timeout: float = 20) -> None:
+def stop_group(process: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:
     """SIGTERM the process group of a child started with start_new_session; SIGKILL it after `timeout`."""
     if process is None or process.poll() is not None:
         return

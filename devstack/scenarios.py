@@ -13,9 +13,10 @@ import os
 import signal
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from devstack.demo_settings import APPLY_RATE, CHANGES_TOPIC, DEMO_MIXIN, SCRAPE_INTERVAL, STATUS_WINDOW_SAMPLES
 
@@ -203,7 +204,7 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
             value = _query(info["prometheus"], "sum(cdcwatch_spark_duplicates_total)") or 0.0
             return value - duplicates_before if value > duplicates_before else None
         try:
-            report.duplicates_counted = wait_for(counted, 60, "re-delivered changes to be counted", interval=1)  # type: ignore[assignment]
+            report.duplicates_counted = wait_for(counted, 60, "re-delivered changes to be counted", interval=1)
         except Exception:
             report.duplicates_counted = 0.0
         say(f"  duplicates counted after the replay: {report.duplicates_counted:.0f}")

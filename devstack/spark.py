@@ -6,8 +6,8 @@ import os
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open, stop_group, wait_for
 

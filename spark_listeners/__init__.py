@@ -1,4 +1,4 @@
-"""cdcwatch's Spark listener: apply lag, freshness, duplicates and query state of CDC apply jobs.
+"""cdcwatch's Spark listener (needs pyspark): apply lag, freshness, duplicates and query state of CDC apply jobs.
 
 Attach in two lines:
 
@@ -8,10 +8,10 @@ Attach in two lines:
 The sink reports what it did with each batch through `listener.metrics.sink(query, SinkOutcome(...))`.
 """
 
+from cdcwatch.spark.metrics import SinkOutcome, SparkMetrics, exception_class
 from spark_listeners.decode import EVENT_SCHEMA, decode_events
 from spark_listeners.instrument import OBSERVATION, instrument
 from spark_listeners.listener import CdcMetricsListener
-from spark_listeners.metrics import SinkOutcome, SparkMetrics, exception_class
 
 __all__ = ["EVENT_SCHEMA", "OBSERVATION", "CdcMetricsListener", "SinkOutcome", "SparkMetrics", "decode_events",
            "exception_class", "instrument"]

@@ -9,10 +9,15 @@ with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+from cdcwatch.events import EventDecodeError, decode
 
 __all__ = ["EVENT_SCHEMA", "decode_batches", "decode_events"]
 
@@ -36,9 +41,7 @@ EVENT_SCHEMA = StructType([
 _NAMES = [field.name for field in EVENT_SCHEMA.fields]
 
 
-def _row(record: dict[str, Any]) -> tuple:
-    from cdcwatch.events import EventDecodeError, decode
-
+def _row(record: dict[str, Any]) -> tuple[Any, ...]:
     topic, partition, offset = record["topic"], record["partition"], record["offset"]
     try:
         event = decode(record["key"], record["value"], topic)
@@ -58,19 +61,15 @@ def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     """mapInArrow body: Kafka record batches in, event record batches out."""
     import pyarrow as pa
 
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     schema = to_arrow_schema(EVENT_SCHEMA)
     for batch in batches:
         rows = [_row(record) for record in batch.to_pylist()]
-        columns = list(zip(*rows)) if rows else [[] for _ in _NAMES]
+        columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in _NAMES]
         yield pa.RecordBatch.from_arrays([pa.array(list(c), type=schema.field(i).type) for i, c in enumerate(columns)],
                                          schema=schema)
 
 
 def decode_events(records: DataFrame) -> DataFrame:
     """One decoded row per Kafka record (see EVENT_SCHEMA)."""
-    from pyspark.sql import functions as F
-
     columns = [F.col(name) for name in ("key", "value", "topic", "partition", "offset")]
     return records.select(*columns).mapInArrow(decode_batches, EVENT_SCHEMA)

@@ -5,16 +5,19 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-__all__ = ["OBSERVATION", "instrument"]
+from cdcwatch.events import ROW_OPS
+
+__all__ = ["OBSERVATION", "ROW_CHANGES", "instrument"]
 
 OBSERVATION = "cdcwatch"
 """The name the listener reads in `progress.observedMetrics`."""
 
-_ROW_CHANGES = ("c", "u", "d", "r")
+ROW_CHANGES = [op.value for op in ROW_OPS]
+"""Debezium `op` codes of row changes, as the `op` column holds them."""
 
 
 def _observations() -> list[Column]:
-    change = (F.col("kind") == "data") & F.col("op").isin(*_ROW_CHANGES)
+    change = (F.col("kind") == "data") & F.col("op").isin(*ROW_CHANGES)
     commit = F.when(change, F.col("commit_time"))
     percentiles = F.percentile_approx(commit, [0.01, 0.5], 100)  # 1 % rank error: plenty for seconds of lag
     return [

@@ -13,10 +13,10 @@ import threading
 from typing import Any
 
 from prometheus_client import CollectorRegistry, push_to_gateway, start_http_server
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from cdcwatch.spark.metrics import SparkMetrics
 from spark_listeners.instrument import OBSERVATION
-from spark_listeners.metrics import SparkMetrics
 
 __all__ = ["CdcMetricsListener"]
 
@@ -36,11 +36,11 @@ class CdcMetricsListener(StreamingQueryListener):
         self._push_job = push_job
         self._push_pending = threading.Event()
         if pushgateway:
-            threading.Thread(target=self._pusher, name="cdcwatch-push", daemon=True).start()
+            threading.Thread(target=self._pusher, args=(pushgateway,), name="cdcwatch-push", daemon=True).start()
 
     @classmethod
     def attach(cls, spark: Any, port: int | None = None, address: str = "127.0.0.1",
-               pushgateway: str | None = None, metrics: SparkMetrics | None = None) -> "CdcMetricsListener":
+               pushgateway: str | None = None, metrics: SparkMetrics | None = None) -> CdcMetricsListener:
         """A listener added to `spark.streams`, serving /metrics on address:port when a port is given."""
         listener = cls(metrics, pushgateway)
         if port is not None:
@@ -77,12 +77,12 @@ class CdcMetricsListener(StreamingQueryListener):
         if self._pushgateway:
             self._push_pending.set()
 
-    def _pusher(self) -> None:
+    def _pusher(self, gateway: str) -> None:
         """Pushes off the listener thread; a slow or down Pushgateway never holds up Spark."""
         while True:
             self._push_pending.wait()
             self._push_pending.clear()
             try:
-                push_to_gateway(self._pushgateway, job=self._push_job, registry=self.registry, timeout=5)
+                push_to_gateway(gateway, job=self._push_job, registry=self.registry, timeout=5)
             except Exception as exc:  # the next progress pushes again
-                log.warning("push to %s failed: %s", self._pushgateway, exc)
+                log.warning("push to %s failed: %s", gateway, exc)

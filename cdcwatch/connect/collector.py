@@ -18,31 +18,40 @@ from typing import Any
 
 from cdcwatch.config import ConnectWorkerConfig
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_PATTERN, CONNECT_RULES, JMX_STATES, STATUS_RULES
-from cdcwatch.families import Collection, FamilyBuilder
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import JmxClient, MBean, make_client
 
 __all__ = ["CONNECT_METRICS", "CONNECTOR_STATES", "ConnectCollector", "exception_class"]
 
 CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
 
-CONNECT_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    # name: (type, help, labels besides target)
-    "cdcwatch_connect_worker_info": ("gauge", "Always 1; the labels tell the worker's Kafka Connect build.",
-                                     ("version", "commit", "kafka_cluster_id")),
-    "cdcwatch_connect_connectors": ("gauge", "Connectors the worker's REST API lists.", ()),
-    "cdcwatch_connect_connector_info": ("gauge", "Always 1; the labels tell the connector's class, type and worker.",
-                                        ("connector", "server", "class", "type", "worker_id")),
-    "cdcwatch_connect_connector_state": ("gauge", "Connector state as a state set (REST).", ("connector", "server", "state")),
-    "cdcwatch_connect_connector_failure_info": ("gauge", (
-        "1 while the connector is FAILED; `exception` is the first exception class of its trace (never the message)."),
+CONNECT_METRICS = metric_specs(
+    # labels besides target and the worker's static labels
+    MetricSpec("cdcwatch_connect_worker_info", "gauge", (
+        "Always 1; the labels tell the worker's Kafka Connect build."),
+        ("version", "commit", "kafka_cluster_id")),
+    MetricSpec("cdcwatch_connect_connectors", "gauge", "Connectors the worker's REST API lists."),
+    MetricSpec("cdcwatch_connect_connector_info", "gauge", (
+        "Always 1; the labels tell the connector's class, type and worker."),
+        ("connector", "server", "class", "type", "worker_id")),
+    MetricSpec("cdcwatch_connect_connector_state", "gauge", (
+        "Connector state as a state set (REST)."),
+        ("connector", "server", "state")),
+    MetricSpec("cdcwatch_connect_connector_failure_info", "gauge", (
+        "1 while the connector is FAILED; `exception` is the first exception class of its trace (never the "
+        "message)."),
         ("connector", "server", "exception")),
-    "cdcwatch_connect_connector_tasks_configured": ("gauge", "Tasks the connector has (REST info).", ("connector", "server")),
-    "cdcwatch_connect_connector_tasks_running": ("gauge", "Of those, tasks in state RUNNING.", ("connector", "server")),
-    "cdcwatch_connect_task_state": ("gauge", "Task state as a state set (REST).", ("connector", "server", "task", "state")),
-    "cdcwatch_connect_task_failure_info": ("gauge", (
+    MetricSpec("cdcwatch_connect_connector_tasks_configured", "gauge", (
+        "Tasks the connector has (REST info)."),
+        ("connector", "server")),
+    MetricSpec("cdcwatch_connect_connector_tasks_running", "gauge", "Of those, tasks in state RUNNING.", ("connector", "server")),
+    MetricSpec("cdcwatch_connect_task_state", "gauge", (
+        "Task state as a state set (REST)."),
+        ("connector", "server", "task", "state")),
+    MetricSpec("cdcwatch_connect_task_failure_info", "gauge", (
         "1 while the task is FAILED; `exception` is the first exception class of its trace."),
         ("connector", "server", "task", "exception")),
-}
+)
 
 _EXCEPTION_CLASS = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)")
 
@@ -56,7 +65,7 @@ def exception_class(trace: str | None) -> str:
 class ConnectCollector:
     """Collects one Connect worker; raises on failure (the exporter turns that into up=0)."""
 
-    collector = "connect"
+    kind = "connect"
 
     def __init__(self, worker: ConnectWorkerConfig) -> None:
         self.worker = worker
@@ -151,8 +160,7 @@ class ConnectCollector:
                             float(status.lower() == state))
 
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        kind, help_text, _ = CONNECT_METRICS[metric]
-        builder.add(metric, kind, help_text, {"target": self.target, **self.worker.labels, **labels}, value)
+        builder.add_spec(CONNECT_METRICS[metric], value, {"target": self.target, **self.worker.labels}, **labels)
 
     def close(self) -> None:
         if self.jmx is not None:

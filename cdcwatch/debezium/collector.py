@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from cdcwatch.config import TargetConfig
 from cdcwatch.debezium.mapping import convert, requested_attributes
@@ -59,7 +59,7 @@ def _summary(beans: Sequence[MBean]) -> str:
 class DebeziumCollector:
     """Reads the Debezium beans of one target through a JMX client."""
 
-    collector = "debezium"
+    kind = "debezium"
 
     def __init__(self, target: TargetConfig, client: JmxClient) -> None:
         self.target = target.name

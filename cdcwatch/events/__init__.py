@@ -8,9 +8,8 @@ totally ordered source `Position`, source commit time and snapshot flag. Anythin
 
 from cdcwatch.events.decoder import decode, row_key
 from cdcwatch.events.errors import EventDecodeError
-from cdcwatch.events.model import (ChangeEvent, Kind, Op, RowKey, Snapshot, TableId, TransactionBlock,
-                                   TransactionBoundary)
+from cdcwatch.events.model import ROW_OPS, ChangeEvent, Kind, Op, RowKey, Snapshot, TableId, TransactionBlock, TransactionBoundary
 from cdcwatch.events.positions import TSO_LOGICAL_BITS, Position, SourceSystem
 
-__all__ = ["TSO_LOGICAL_BITS", "ChangeEvent", "EventDecodeError", "Kind", "Op", "Position", "RowKey", "Snapshot",
+__all__ = ["ROW_OPS", "TSO_LOGICAL_BITS", "ChangeEvent", "EventDecodeError", "Kind", "Op", "Position", "RowKey", "Snapshot",
            "SourceSystem", "TableId", "TransactionBlock", "TransactionBoundary", "decode", "row_key"]

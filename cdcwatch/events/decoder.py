@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdcwatch.events.errors import EventDecodeError, integer, shown
-from cdcwatch.events.model import (ChangeEvent, Kind, Op, RowKey, Snapshot, TableId,
-                                   TransactionBlock, TransactionBoundary)
+from cdcwatch.events.model import ChangeEvent, Kind, Op, RowKey, Snapshot, TableId, TransactionBlock, TransactionBoundary
 from cdcwatch.events.positions import TSO_LOGICAL_BITS, SourceSystem, parse_position, system_of
 
 __all__ = ["decode", "row_key"]

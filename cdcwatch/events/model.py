@@ -8,7 +8,7 @@ from typing import Any
 
 from cdcwatch.events.positions import Position, SourceSystem
 
-__all__ = ["ChangeEvent", "Kind", "Op", "RowKey", "Snapshot", "TableId",
+__all__ = ["ROW_OPS", "ChangeEvent", "Kind", "Op", "RowKey", "Snapshot", "TableId",
            "TransactionBlock", "TransactionBoundary"]
 
 RowKey = tuple[tuple[str, Any], ...]
@@ -114,7 +114,7 @@ class ChangeEvent:
     @property
     def is_row_change(self) -> bool:
         """An event that changes one row of the target (create, update, delete, snapshot read)."""
-        return self.op in _ROW_OPS
+        return self.op in ROW_OPS
 
     @property
     def identity(self) -> tuple[TableId | None, RowKey | None, Position | None]:
@@ -122,4 +122,5 @@ class ChangeEvent:
         return self.table, self.key, self.position
 
 
-_ROW_OPS = frozenset({Op.CREATE, Op.UPDATE, Op.DELETE, Op.READ})
+ROW_OPS = (Op.CREATE, Op.UPDATE, Op.DELETE, Op.READ)
+"""The ops that change one row of the target."""

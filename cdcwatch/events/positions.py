@@ -5,7 +5,7 @@ whose `order` tuple sorts the way that system streams changes:
 
 | system | order | why |
 |---|---|---|
-| PostgreSQL, YugabyteDB | (last commit LSN, LSN) from `sequence`/`lsn` | transactions stream in commit order; a change's own LSN can precede an earlier-streamed commit |
+| PostgreSQL, YugabyteDB | (last commit LSN, LSN) from `sequence`/`lsn` | commit order: a change's LSN can precede an earlier commit |
 | SQL Server | (commit LSN, change LSN, event serial no) | the connector's own offset order; hex LSN parts compare as numbers |
 | Oracle | (commit SCN, SCN) | big integers carried as strings, compared as integers (no 2^63 limit) |
 | MySQL, MariaDB | (binlog file index, pos, row) | the numeric file suffix orders rollover (`.000009` < `.000010`) |

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, Union
+from typing import Protocol
 
 __all__ = ["JmxError", "JmxValue", "MBean", "JmxClient", "parse_object_name"]
 
-JmxScalar = Union[None, bool, int, float, str]
-JmxValue = Union[JmxScalar, list[JmxScalar], dict[str, JmxScalar]]
+JmxScalar = None | bool | int | float | str
+JmxValue = JmxScalar | list[JmxScalar] | dict[str, JmxScalar]
 """An attribute value as Python sees it: a scalar, a list (`String[]`, sets) or a map (TabularData)."""
 
 

@@ -14,7 +14,8 @@ Its limits, which cdcwatch documents and tests:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cdcwatch.config import JmxSettings
 from cdcwatch.jmx.client import JmxError, JmxValue, MBean, parse_object_name

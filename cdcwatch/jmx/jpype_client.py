@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 import jpype
 
@@ -33,7 +34,7 @@ def _open_types() -> tuple[Any, Any, Any, Any]:
 def to_python(value: Any) -> JmxValue:
     """Convert a Java attribute value to plain Python data."""
     if value is None or isinstance(value, str) or not hasattr(value, "getClass"):
-        return value  # already plain Python
+        return cast(JmxValue, value)  # already plain Python
     cls = str(value.getClass().getName())
     if cls == "java.lang.Boolean":
         return bool(value)

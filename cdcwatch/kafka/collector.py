@@ -16,66 +16,70 @@ from dataclasses import dataclass
 from prometheus_client.samples import Sample
 
 from cdcwatch.config import KafkaClusterConfig
-from cdcwatch.families import Collection, FamilyBuilder
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import MessageReader
 from cdcwatch.kafka.status import SEVERITY, ConsumerStatus, StatusWindow, WindowSample
 
-__all__ = ["GROUP_STATES", "KAFKA_LABELS", "KAFKA_METRICS", "KafkaCollector"]
-
-KAFKA_METRICS: dict[str, tuple[str, str]] = {
-    # name: (type, help)
-    "cdcwatch_kafka_topic_partitions": ("gauge", "Partitions of the topic."),
-    "cdcwatch_kafka_log_start_offset": ("gauge", "Offset of the oldest message kept (summed over partitions at topic granularity)."),
-    "cdcwatch_kafka_log_end_offset": ("gauge", "Offset the next message will get (high watermark; summed at topic granularity)."),
-    "cdcwatch_kafka_newest_source_commit_timestamp_seconds": ("gauge", (
-        "Source commit time of the newest Debezium event in the partition (payload.source.ts_ms; TiCDC: commit_ts"
-        " physical part); the newest of the topic's partitions at topic granularity.")),
-    "cdcwatch_kafka_consumergroup_committed_offset": ("gauge", "Offset the group committed in the partition."),
-    "cdcwatch_kafka_consumergroup_lag_messages": ("gauge", (
-        "Messages between the committed offset and the log end; from the log start where nothing is committed.")),
-    "cdcwatch_kafka_consumergroup_lag_seconds": ("gauge", (
-        "Age of the next message the group will consume, 0 when caught up. method=timestamp: exact, the message's"
-        " broker timestamp; where the broker keeps none (Kafka < 0.10): method=payload, a Debezium event's own"
-        " payload.ts_ms, else method=interpolated, from (time, end offset) samples (a lower bound at first).")),
-    "cdcwatch_kafka_consumergroup_topic_lag_messages": ("gauge", "Lag in messages summed over the topic's partitions."),
-    "cdcwatch_kafka_consumergroup_topic_lag_seconds": ("gauge", "The largest lag in seconds among the topic's partitions."),
-    "cdcwatch_kafka_consumergroup_uncommitted_partitions": ("gauge", (
-        "Partitions of a consumed topic where the group has no committed offset (their lag counts from log start).")),
-    "cdcwatch_kafka_consumergroup_members": ("gauge", "Live members of the group."),
-    "cdcwatch_kafka_consumergroup_state": ("gauge", "Group state as a state set: 1 for the current state."),
-    "cdcwatch_kafka_consumergroup_status_code": ("gauge", (
-        "Consumer status of the partition over the sliding window: 0 OK, 1 WARN (lag growing), 2 STALL (offset not"
-        " moving, lag > 0, members connected), 3 STOP (not moving, lag > 0, no members), 4 REWIND (offset went back).")),
-    "cdcwatch_kafka_consumergroup_topic_status": ("gauge", (
-        "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, REWIND).")),
-    "cdcwatch_kafka_series_dropped_total": ("counter", "Group partitions not reported because of max_partitions."),
-    "cdcwatch_kafka_message_reads_total": ("counter", (
-        "Messages whose timestamp or source commit time was needed, by where it came from: source=cache (no"
-        " request) or source=broker (fetched).")),
-}
+__all__ = ["GROUP_STATES", "KAFKA_METRICS", "KafkaCollector"]
 
 _PARTITION = ("group", "topic", "partition")
-KAFKA_LABELS: dict[str, tuple[str, ...]] = {
-    "cdcwatch_kafka_topic_partitions": ("topic", "server"),
-    "cdcwatch_kafka_log_start_offset": ("topic", "partition"),
-    "cdcwatch_kafka_log_end_offset": ("topic", "partition"),
-    "cdcwatch_kafka_newest_source_commit_timestamp_seconds": ("topic", "partition", "server"),
-    "cdcwatch_kafka_consumergroup_committed_offset": _PARTITION,
-    "cdcwatch_kafka_consumergroup_lag_messages": (*_PARTITION, "server"),
-    "cdcwatch_kafka_consumergroup_lag_seconds": (*_PARTITION, "server", "method"),
-    "cdcwatch_kafka_consumergroup_topic_lag_messages": ("group", "topic", "server"),
-    "cdcwatch_kafka_consumergroup_topic_lag_seconds": ("group", "topic", "server"),
-    "cdcwatch_kafka_consumergroup_uncommitted_partitions": ("group", "topic"),
-    "cdcwatch_kafka_consumergroup_members": ("group",),
-    "cdcwatch_kafka_consumergroup_state": ("group", "state"),
-    "cdcwatch_kafka_consumergroup_status_code": _PARTITION,
-    "cdcwatch_kafka_consumergroup_topic_status": ("group", "topic", "status"),
-    "cdcwatch_kafka_series_dropped_total": (),
-    "cdcwatch_kafka_message_reads_total": ("source",),
-}
-"""Labels each family carries besides `target`; `partition` only at `granularity: partition`."""
+KAFKA_METRICS = metric_specs(
+    MetricSpec("cdcwatch_kafka_topic_partitions", "gauge", "Partitions of the topic.", ("topic", "server")),
+    MetricSpec("cdcwatch_kafka_log_start_offset", "gauge", (
+        "Offset of the oldest message kept (summed over partitions at topic granularity)."),
+        ("topic", "partition")),
+    MetricSpec("cdcwatch_kafka_log_end_offset", "gauge", (
+        "Offset the next message will get (high watermark; summed at topic granularity)."),
+        ("topic", "partition")),
+    MetricSpec("cdcwatch_kafka_newest_source_commit_timestamp_seconds", "gauge", (
+        "Source commit time of the newest Debezium event in the partition (payload.source.ts_ms; TiCDC: "
+        "commit_ts physical part); the newest of the topic's partitions at topic granularity."),
+        ("topic", "partition", "server")),
+    MetricSpec("cdcwatch_kafka_consumergroup_committed_offset", "gauge", (
+        "Offset the group committed in the partition."),
+        _PARTITION),
+    MetricSpec("cdcwatch_kafka_consumergroup_lag_messages", "gauge", (
+        "Messages between the committed offset and the log end; from the log start where nothing is "
+        "committed."),
+        (*_PARTITION, "server")),
+    MetricSpec("cdcwatch_kafka_consumergroup_lag_seconds", "gauge", (
+        "Age of the next message the group will consume, 0 when caught up. method=timestamp: exact, the "
+        "message's broker timestamp; where the broker keeps none (Kafka < 0.10): method=payload, a Debezium "
+        "event's own payload.ts_ms, else method=interpolated, from (time, end offset) samples (a lower bound "
+        "at first)."),
+        (*_PARTITION, "server", "method")),
+    MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_messages", "gauge", (
+        "Lag in messages summed over the topic's partitions."),
+        ("group", "topic", "server")),
+    MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_seconds", "gauge", (
+        "The largest lag in seconds among the topic's partitions."),
+        ("group", "topic", "server")),
+    MetricSpec("cdcwatch_kafka_consumergroup_uncommitted_partitions", "gauge", (
+        "Partitions of a consumed topic where the group has no committed offset (their lag counts from log "
+        "start)."),
+        ("group", "topic")),
+    MetricSpec("cdcwatch_kafka_consumergroup_members", "gauge", "Live members of the group.", ("group",)),
+    MetricSpec("cdcwatch_kafka_consumergroup_state", "gauge", (
+        "Group state as a state set: 1 for the current state."),
+        ("group", "state")),
+    MetricSpec("cdcwatch_kafka_consumergroup_status_code", "gauge", (
+        "Consumer status of the partition over the sliding window: 0 OK, 1 WARN (lag growing), 2 STALL "
+        "(offset not moving, lag > 0, members connected), 3 STOP (not moving, lag > 0, no members), 4 REWIND "
+        "(offset went back)."),
+        _PARTITION),
+    MetricSpec("cdcwatch_kafka_consumergroup_topic_status", "gauge", (
+        "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, "
+        "REWIND)."),
+        ("group", "topic", "status")),
+    MetricSpec("cdcwatch_kafka_series_dropped_total", "counter", "Group partitions not reported because of max_partitions.", ()),
+    MetricSpec("cdcwatch_kafka_message_reads_total", "counter", (
+        "Messages whose timestamp or source commit time was needed, by where it came from: source=cache (no "
+        "request) or source=broker (fetched)."),
+        ("source",)),
+)
+"""Each metric's labels are those besides `target` and the static labels; `partition` only at `granularity: partition`."""
 
 GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EMPTY", "DEAD", "UNKNOWN")
 
@@ -99,7 +103,7 @@ class _Row:
 class KafkaCollector:
     """Collects one Kafka cluster; raises on failure (the exporter turns that into up=0)."""
 
-    collector = "kafka"
+    kind = "kafka"
 
     def __init__(self, cluster: KafkaClusterConfig) -> None:
         self.cluster = cluster
@@ -215,8 +219,7 @@ class KafkaCollector:
         return {"target": self.target, **self.cluster.labels, **labels}
 
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        kind, help_text = KAFKA_METRICS[metric]
-        builder.add(metric, kind, help_text, self._labels(**labels), value)
+        builder.add_spec(KAFKA_METRICS[metric], value, self._labels(), **labels)
 
     def _topic_families(self, builder: FamilyBuilder, state: ClusterState, newest: dict[Partition, float]) -> None:
         per_partition = self.cluster.granularity == "partition"
@@ -250,19 +253,19 @@ class KafkaCollector:
             by_topic[(row.group.name, row.topic)].append(row)
         if self.cluster.granularity == "partition":
             self._partition_series(builder, rows)
-        for (group, topic), members in sorted(by_topic.items()):
+        for (group_name, topic), members in sorted(by_topic.items()):
             server = self._server(topic)
             self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_messages", sum(r.lag for r in members),
-                      group=group, topic=topic, server=server)
+                      group=group_name, topic=topic, server=server)
             seconds = [r.lag_seconds for r in members if r.lag_seconds is not None]
             if seconds:
-                self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_seconds", max(seconds), group=group,
+                self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_seconds", max(seconds), group=group_name,
                           topic=topic, server=server)
             self._add(builder, "cdcwatch_kafka_consumergroup_uncommitted_partitions",
-                      sum(r.committed is None for r in members), group=group, topic=topic)
+                      sum(r.committed is None for r in members), group=group_name, topic=topic)
             worst = max((r.status for r in members), key=SEVERITY.__getitem__)
             for status in ConsumerStatus:
-                self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group,
+                self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group_name,
                           topic=topic, status=status.value)
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
         for source, count in self.messages.reads.items():
@@ -271,16 +274,21 @@ class KafkaCollector:
     def _partition_series(self, builder: FamilyBuilder, rows: list[_Row]) -> None:
         """The per-partition series: tens of thousands on a large cluster, so samples are appended directly
         and the status is one coded series per partition (the per-topic status is the full state set)."""
-        def family(metric: str) -> list[Sample]:
-            kind, help_text = KAFKA_METRICS[metric]
-            return builder.family(metric, kind, help_text).samples
+        def family(metric: str, *labels: str) -> list[Sample]:
+            spec = KAFKA_METRICS[metric]
+            spec.check_labels(labels)  # the label keys of the samples appended below
+            return builder.family_of(spec).samples
 
-        committed, lag = family("cdcwatch_kafka_consumergroup_committed_offset"), family("cdcwatch_kafka_consumergroup_lag_messages")
-        seconds, status = family("cdcwatch_kafka_consumergroup_lag_seconds"), family("cdcwatch_kafka_consumergroup_status_code")
+        where_keys = ("group", "topic", "partition")
+
+        committed = family("cdcwatch_kafka_consumergroup_committed_offset", *where_keys)
+        lag = family("cdcwatch_kafka_consumergroup_lag_messages", *where_keys, "server")
+        seconds = family("cdcwatch_kafka_consumergroup_lag_seconds", *where_keys, "server", "method")
+        status = family("cdcwatch_kafka_consumergroup_status_code", *where_keys)
         base = self._labels()
         servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
         for row in rows:
-            where = {**base, "group": row.group.name, "topic": row.topic, "partition": str(row.partition)}
+            where = {**base, "group": row.group.name, "topic": row.topic, "partition": str(row.partition)}  # where_keys
             with_server = {**where, "server": servers[row.topic]}
             if row.committed is not None:
                 committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", where, row.committed))

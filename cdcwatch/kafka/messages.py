@@ -127,7 +127,10 @@ class MessageReader:
                 batch = self.consumer.consume(num_messages=1000,
                                               timeout=min(0.2, max(deadline - time.monotonic(), 0.01)))
                 for message in batch:
-                    where = (message.topic(), message.partition())
+                    read_topic, read_partition = message.topic(), message.partition()
+                    if read_topic is None or read_partition is None:
+                        continue
+                    where = (read_topic, read_partition)
                     pending = plan.get(where)
                     if pending is None:
                         continue
@@ -136,15 +139,17 @@ class MessageReader:
                         if error.code() == KafkaError._PARTITION_EOF:
                             self._done(plan, where)
                         continue
-                    offset = message.offset()
-                    while pending and pending[0] < offset:  # compacted away or deleted: not readable
+                    read_offset = message.offset()
+                    if read_offset is None:
+                        continue
+                    while pending and pending[0] < read_offset:  # compacted away or deleted: not readable
                         pending.pop(0)
-                    if pending and pending[0] == offset:
-                        got[(*where, offset)] = message
+                    if pending and pending[0] == read_offset:
+                        got[(*where, read_offset)] = message
                         pending.pop(0)
                     if not pending:
                         self._done(plan, where)
-                    elif pending[0] - offset > SEEK_GAP:
+                    elif pending[0] - read_offset > SEEK_GAP:
                         self.consumer.seek(TopicPartition(*where, pending[0]))
         finally:
             self.consumer.unassign()

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import deque
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ class StatusWindow:
 
     def status(self, has_members: bool) -> ConsumerStatus:
         samples = list(self.samples)
-        pairs = list(zip(samples, samples[1:]))
+        pairs = list(itertools.pairwise(samples))
         if any(later.committed < earlier.committed for earlier, later in pairs):
             return ConsumerStatus.REWIND
         if len(samples) < 3 or samples[-1].lag == 0:

@@ -15,7 +15,8 @@ from cdcwatch.mixin.inhibit import inhibit_yaml
 from cdcwatch.mixin.kubernetes import dashboard_config_maps, dashboard_provider, prometheus_rule
 from cdcwatch.mixin.rules import promtool_tests, rule_groups
 
-__all__ = ["DASHBOARD_CONFIGMAPS_FILE", "DASHBOARD_PROVIDER_FILE", "INHIBIT_FILE", "PROMETHEUS_RULE_FILE", "RULES_FILE", "RULES_TEST_FILE", "render_files", "rules_yaml", "to_yaml", "write_files"]
+__all__ = ["DASHBOARD_CONFIGMAPS_FILE", "DASHBOARD_PROVIDER_FILE", "INHIBIT_FILE", "PROMETHEUS_RULE_FILE", "RULES_FILE",
+           "RULES_TEST_FILE", "render_files", "rules_yaml", "to_yaml", "write_files"]
 
 RULES_FILE = "alerts/cdcwatch.rules.yml"
 RULES_TEST_FILE = "alerts/cdcwatch.rules.test.yml"

@@ -62,7 +62,7 @@ def inhibit_rules() -> list[dict[str, object]]:
 def inhibit_yaml(header: str) -> str:
     """The `inhibit_rules:` section to paste into (or merge with) alertmanager.yml, one comment per rule."""
     lines = [header.rstrip("\n"), "inhibit_rules:"]
-    for inhibition, rule in zip(INHIBITIONS, inhibit_rules()):
+    for inhibition, rule in zip(INHIBITIONS, inhibit_rules(), strict=True):
         lines.append(f"# {inhibition.why}")
         lines.append(yaml.safe_dump([rule], sort_keys=False, width=1000).rstrip("\n"))
     return "\n".join(lines) + "\n"

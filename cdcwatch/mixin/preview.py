@@ -11,11 +11,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
+from cdcwatch.mixin.templates import humanize, humanize1024, humanize_duration
 
 __all__ = ["PrometheusApi", "panel_series", "render_preview", "resolve_variables", "substitute", "thresholds"]
 
@@ -46,10 +49,12 @@ class PrometheusApi:
         return sorted(self.get(f"/api/v1/label/{label}/values", **{"match[]": selector}))
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        return self.get("/api/v1/query_range", query=expr, start=start, end=end, step=step)["result"]
+        result: list[dict[str, Any]] = self.get("/api/v1/query_range", query=expr, start=start, end=end, step=step)["result"]
+        return result
 
     def query(self, expr: str) -> list[dict[str, Any]]:
-        return self.get("/api/v1/query", query=expr)["result"]
+        result: list[dict[str, Any]] = self.get("/api/v1/query", query=expr)["result"]
+        return result
 
 
 def resolve_variables(api: PrometheusApi, model: dict[str, Any], rate_interval: str = "1m") -> dict[str, str]:
@@ -113,10 +118,9 @@ def _axis_formatter(unit: str) -> Any:
     """A y-axis tick formatter that writes values in the panel's unit, as Grafana would."""
     from matplotlib.ticker import FuncFormatter
 
-    from cdcwatch.mixin.templates import humanize, humanize1024, humanize_duration
-
-    formats = {"s": humanize_duration, "bytes": lambda v: f"{humanize1024(v)}B", "percentunit": lambda v: f"{v * 100:.4g}%",
-               "ops": lambda v: f"{humanize(v)}/s"}
+    formats: dict[str, Callable[[float], str]] = {
+        "s": humanize_duration, "bytes": lambda v: f"{humanize1024(v)}B", "percentunit": lambda v: f"{v * 100:.4g}%",
+        "ops": lambda v: f"{humanize(v)}/s"}
     return FuncFormatter(lambda value, _: formats.get(unit, humanize)(value))
 
 
@@ -133,7 +137,6 @@ def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_te
     matplotlib.use("Agg")
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
-    from datetime import datetime
 
     api = PrometheusApi(prometheus_url)
     end = time.time()
@@ -147,7 +150,7 @@ def render_preview(prometheus_url: str, config: MixinConfig, out: Path, range_te
         rows = (len(panels) + columns - 1) // columns
         figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3.2 * rows), squeeze=False)
         figure.suptitle(model["title"], fontsize=14, fontweight="bold")
-        for axis, (panel, results) in zip(axes.flat, panels):
+        for axis, (panel, results) in zip(axes.flat, panels, strict=False):
             unit = panel.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
             axis.set_title(panel["title"], fontsize=10)
             axis.set_ylabel(_UNIT_AXES.get(unit, unit), fontsize=8)

@@ -40,7 +40,7 @@ def expression(template: str, config: MixinConfig, alert: Alert | None = None) -
     return template % {**config.placeholders(), **({"for": alert.for_(config)} if alert else {})}
 
 
-def annotations(alert: Alert, config: MixinConfig) -> dict[str, str]:
+def alert_annotations(alert: Alert, config: MixinConfig) -> dict[str, str]:
     return {"summary": expression(alert.summary, config, alert), "description": expression(alert.description, config, alert),
             "runbook_url": config.runbook(alert.name)}
 
@@ -51,7 +51,7 @@ def rule_groups(config: MixinConfig) -> dict[str, Any]:
         {"name": group.name, "rules": [
             *({"record": r.record, "expr": expression(r.expr, config)} for r in group.recordings),
             *({"alert": a.name, "expr": expression(a.expr, config), "for": a.for_(config),
-               "labels": {"severity": a.severity}, "annotations": annotations(a, config)} for a in group.alerts)]}
+               "labels": {"severity": a.severity}, "annotations": alert_annotations(a, config)} for a in group.alerts)]}
         for group in GROUPS]}
 
 
@@ -61,7 +61,7 @@ def _expected(alert: Alert, config: MixinConfig, case: Case, value: float | None
     labels = {**case.labels, "severity": alert.severity}
     value = case.value if value is None else value
     return [{"exp_labels": labels,
-             "exp_annotations": {k: render_annotation(v, labels, value) for k, v in annotations(alert, config).items()}}]
+             "exp_annotations": {k: render_annotation(v, labels, value) for k, v in alert_annotations(alert, config).items()}}]
 
 
 def _test(name: str, case: Case, checks: list[dict[str, Any]], key: str = "alert_rule_test") -> dict[str, Any]:
@@ -72,7 +72,7 @@ def _test(name: str, case: Case, checks: list[dict[str, Any]], key: str = "alert
 def _alert_tests(alert: Alert, config: MixinConfig) -> list[dict[str, Any]]:
     fires, quiet = alert.fires, alert.quiet
     due = seconds(alert.since) + seconds(alert.for_(config))
-    boundary = [{"eval_time": _duration(due - 60), "alertname": alert.name, "exp_alerts": []},
+    boundary: list[dict[str, Any]] = [{"eval_time": _duration(due - 60), "alertname": alert.name, "exp_alerts": []},
                 {"eval_time": _duration(due), "alertname": alert.name,
                  "exp_alerts": _expected(alert, config, fires, alert.boundary_value)}]
     return [

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 __all__ = ["FUNCTIONS", "render_annotation"]
 
 
 def _g(value: float) -> str:
-    return "%.4g" % value
+    return f"{value:.4g}"
 
 
 def _scaled(value: float, prefixes: tuple[str, ...], step: Callable[[float], float], done: Callable[[float], bool]) -> str:

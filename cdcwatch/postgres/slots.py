@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import psycopg
 
 from cdcwatch.config import PostgresSourceConfig
-from cdcwatch.families import Collection, FamilyBuilder
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 
 __all__ = ["SLOT_METRICS", "SLOTS_QUERY", "WAL_STATUSES", "ReplicationSlotCollector"]
 
@@ -30,25 +30,30 @@ FROM pg_replication_slots,
 
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
-SLOT_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    # name: (type, help, extra labels besides target)
-    "cdcwatch_postgres_replication_slots": ("gauge", "Replication slots reported on the source.", ()),
-    "cdcwatch_postgres_replication_slot_active": ("gauge", "1 if a consumer is connected to the slot.",
-                                                  ("slot", "slot_type", "plugin", "database", "server")),
-    "cdcwatch_postgres_replication_slot_wal_status": ("gauge", (
-        "WAL availability as a state set (reserved, extended, unreserved, lost: the slot can no longer stream)."),
+SLOT_METRICS = metric_specs(
+    # labels besides target and the source's static labels
+    MetricSpec("cdcwatch_postgres_replication_slots", "gauge", "Replication slots reported on the source."),
+    MetricSpec("cdcwatch_postgres_replication_slot_active", "gauge", (
+        "1 if a consumer is connected to the slot."),
+        ("slot", "slot_type", "plugin", "database", "server")),
+    MetricSpec("cdcwatch_postgres_replication_slot_wal_status", "gauge", (
+        "WAL availability as a state set (reserved, extended, unreserved, lost: the slot can no longer "
+        "stream)."),
         ("slot", "server", "wal_status")),
-    "cdcwatch_postgres_replication_slot_safe_wal_size_bytes": ("gauge", (
-        "WAL that can still be written before the slot is at risk of losing WAL (absent without max_slot_wal_keep_size)."),
+    MetricSpec("cdcwatch_postgres_replication_slot_safe_wal_size_bytes", "gauge", (
+        "WAL that can still be written before the slot is at risk of losing WAL (absent without "
+        "max_slot_wal_keep_size)."),
         ("slot", "server")),
-    "cdcwatch_postgres_replication_slot_retained_wal_bytes": ("gauge", (
-        "WAL the slot keeps on disk: current WAL position minus the slot's restart_lsn."), ("slot", "server")),
-    "cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes": ("gauge", (
-        "Current WAL position minus the position the consumer confirmed (logical slots)."), ("slot", "server")),
-    "cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds": ("gauge", (
+    MetricSpec("cdcwatch_postgres_replication_slot_retained_wal_bytes", "gauge", (
+        "WAL the slot keeps on disk: current WAL position minus the slot's restart_lsn."),
+        ("slot", "server")),
+    MetricSpec("cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes", "gauge", (
+        "Current WAL position minus the position the consumer confirmed (logical slots)."),
+        ("slot", "server")),
+    MetricSpec("cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds", "gauge", (
         "When cdcwatch last saw the slot's confirmed flush position move (its first sighting until it does)."),
         ("slot", "server")),
-}
+)
 
 
 @dataclass
@@ -68,7 +73,7 @@ class _Slot:
 class ReplicationSlotCollector:
     """Collects one source's replication slots; raises on failure (the exporter turns that into up=0)."""
 
-    collector = "postgres"
+    kind = "postgres"
 
     def __init__(self, source: PostgresSourceConfig) -> None:
         self.source = source
@@ -113,8 +118,7 @@ class ReplicationSlotCollector:
         return Collection(builder.families(), f"{len(slots)} slots, {inactive} inactive")
 
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        kind, help_text, _ = SLOT_METRICS[metric]
-        builder.add(metric, kind, help_text, {"target": self.target, **self.source.labels, **labels}, value)
+        builder.add_spec(SLOT_METRICS[metric], value, {"target": self.target, **self.source.labels}, **labels)
 
     def close(self) -> None:
         """Nothing is held open between scrapes."""

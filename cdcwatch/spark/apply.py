@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from cdcwatch.spark import DEFAULT_METRICS_PORT
 
 __all__ = ["ApplySettings", "KafkaSourceMissing", "build_query", "require_kafka_source", "run_apply", "spark_session"]
 
 log = logging.getLogger("cdcwatch.apply")
-
-_ROW_CHANGES = ("c", "u", "d", "r")
 
 
 @dataclass
@@ -32,7 +34,7 @@ class ApplySettings:
     target_schema: str = "cdcwatch_apply"
     trigger_seconds: float = 1.0
     metrics_address: str = "127.0.0.1"
-    metrics_port: int | None = 10122
+    metrics_port: int | None = DEFAULT_METRICS_PORT
     pushgateway: str | None = None
     fail_on_data_loss: bool = True
     max_offsets_per_trigger: int | None = None
@@ -85,6 +87,7 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
 
     from cdcwatch.spark.target import STAGED_COLUMNS, PostgresTarget
     from spark_listeners import decode_events, instrument
+    from spark_listeners.instrument import ROW_CHANGES
 
     require_kafka_source(spark)
     target = PostgresTarget(settings.target_dsn, settings.target_schema)
@@ -99,7 +102,7 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
     for name, value in settings.kafka_options.items():
         reader = reader.option(f"kafka.{name}", value)
     events = instrument(decode_events(reader.load()))
-    changes = ((F.col("kind") == "data") & F.col("op").isin(*_ROW_CHANGES)
+    changes = ((F.col("kind") == "data") & F.col("op").isin(*ROW_CHANGES)
                & F.col("position").isNotNull() & F.col("row_key").isNotNull())
     query_name = settings.query_name
 
@@ -122,9 +125,6 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
 
 def run_apply(settings: ApplySettings) -> int:
     """Run until the query stops; 0 when stopped cleanly (SIGTERM), 1 when it failed."""
-    import signal
-    import threading
-
     from spark_listeners import CdcMetricsListener
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise

@@ -12,7 +12,8 @@ import json
 import logging
 from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from confluent_kafka import Consumer, TopicPartition
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 __all__ = ["OffsetCommitter"]
 
@@ -23,8 +24,6 @@ class OffsetCommitter(StreamingQueryListener):
     """Commits the end offsets of every progress of query `query_name` under `group`."""
 
     def __init__(self, bootstrap_servers: str, group: str, query_name: str, client: dict[str, str] | None = None) -> None:
-        from confluent_kafka import Consumer
-
         self.query_name = query_name
         self.consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": group,
                                   "enable.auto.commit": False, **(client or {})})
@@ -36,8 +35,6 @@ class OffsetCommitter(StreamingQueryListener):
         progress = event.progress
         if progress.name != self.query_name:
             return
-        from confluent_kafka import TopicPartition
-
         offsets = []
         for source in json.loads(progress.json).get("sources") or ():
             end = source.get("endOffset")

@@ -13,10 +13,13 @@ seconds to minutes back); older copies then count as stale instead of duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from spark_listeners.metrics import SinkOutcome
+import psycopg
+
+from cdcwatch.spark.metrics import SinkOutcome
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS"]
 
@@ -78,15 +81,11 @@ class PostgresTarget:
     ledger_retention_seconds: int = 86400
 
     def create(self) -> None:
-        import psycopg
-
         with psycopg.connect(self.dsn, autocommit=True) as connection:
             connection.execute(_SCHEMA_SQL.format(s=self.schema))
 
     def stage(self, batch_id: int, rows: Iterable[Any]) -> None:
         """COPY one partition of a batch's row changes (executor side)."""
-        import psycopg
-
         with psycopg.connect(self.dsn) as connection, connection.cursor() as cursor:
             with cursor.copy(f"COPY {self.schema}.staging (batch_id, topic, partition, kafka_offset, table_id, row_key, "
                              "op, position, row, commit_time) FROM STDIN") as copy:
@@ -95,10 +94,11 @@ class PostgresTarget:
 
     def merge(self, batch_id: int) -> SinkOutcome:
         """Apply the staged batch in one transaction; say what happened to its events."""
-        import psycopg
-
         with psycopg.connect(self.dsn) as connection:
-            total, fresh, stale, _, _ = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
+            counts = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
+            if counts is None:
+                raise RuntimeError(f"merging batch {batch_id} returned no counts")
+            total, fresh, stale, _, _ = counts
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id <= %s", (batch_id,))
             if batch_id % 50 == 0:
                 connection.execute(f"DELETE FROM {self.schema}.applied WHERE applied_at < now() - %s * interval '1 second'",
@@ -107,7 +107,5 @@ class PostgresTarget:
 
     def clear_batch(self, batch_id: int) -> None:
         """Drop what an earlier, failed attempt of this batch staged."""
-        import psycopg
-
         with psycopg.connect(self.dsn, autocommit=True) as connection:
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id >= %s", (batch_id,))

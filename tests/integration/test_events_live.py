@@ -8,6 +8,7 @@ events must count the changes of their transaction.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import time
@@ -107,7 +108,7 @@ def test_live_events_decode_with_positions_in_stream_order(postgres, stack_dir) 
     # around it: it is outside the commit order (and has no transaction id); every other change is in it
     ordered = [event for event in data if event.source_transaction_id is not None]
     assert len(ordered) >= len(data) - 1
-    assert all(earlier.position <= later.position for earlier, later in zip(ordered, ordered[1:]))
+    assert all(earlier.position <= later.position for earlier, later in itertools.pairwise(ordered))
 
     by_id = {event.key[0][1]: event for event in data if event.op is Op.CREATE and event.key}
     a_first, a_second, b = by_id[100], by_id[101], by_id[200]

@@ -209,7 +209,7 @@ def test_filters_topic_servers_granularity_and_the_partition_cap(kafka, topics, 
     commit(kafka, "other-job", {(CREATED, 0): 1})
     serve = serve_factory(kafka_config(kafka, "filtered", (
         "    groups: {allow: ['.*-job'], deny: ['other-.*']}\n"
-        f"    topics: {{deny: ['.*appended']}}\n    topic_servers: {{'lagsrv\\.public\\..*': renamed}}\n")))
+        "    topics: {deny: ['.*appended']}\n    topic_servers: {'lagsrv\\.public\\..*': renamed}\n")))
     values = serve.scrape()
     groups = {dict(labels).get("group") for name, labels in values if name.startswith("cdcwatch_kafka_consumergroup")}
     assert "apply-job" in groups and "other-job" not in groups

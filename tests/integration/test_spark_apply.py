@@ -21,9 +21,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
+from devstack.procs import wait_for
 from devstack.prometheus import Pushgateway
 from devstack.spark import ApplyJob
-from devstack.procs import wait_for
 from tests.integration.conftest import parse, promtool_check, value
 
 pytestmark = pytest.mark.integration

@@ -4,7 +4,8 @@ alerts', runbook links, value mappings, variables with All, and rate() only over
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
@@ -18,8 +19,8 @@ _ALERTS = {a.name: a for a in ALERTS}
 _MOVED = MixinConfig.model_validate({"thresholds": {k: v * 3 + 1 for k, v in Thresholds().model_dump().items()}})
 
 
-def _panels(config: MixinConfig = MixinConfig()) -> Iterator[tuple[str, dict[str, Any]]]:
-    for name, model in build_dashboards(config).items():
+def _panels(config: MixinConfig | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    for name, model in build_dashboards(config or MixinConfig()).items():
         for panel in model["panels"]:
             if panel["type"] != "row":
                 yield name, panel

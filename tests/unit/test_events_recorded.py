@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from typing import Any
@@ -53,7 +54,7 @@ def test_postgres_events_read_by_hand() -> None:
 
 def test_each_delete_is_followed_by_a_tombstone_with_its_key() -> None:
     for events in (POSTGRES, MYSQL):
-        for (_, event), (_, after) in zip(events, events[1:]):
+        for (_, event), (_, after) in itertools.pairwise(events):
             if event.op is Op.DELETE:
                 assert after.kind is Kind.TOMBSTONE and after.key == event.key
 
@@ -62,7 +63,7 @@ def test_each_delete_is_followed_by_a_tombstone_with_its_key() -> None:
 def test_positions_never_go_back_in_stream_order(events: list[tuple[dict[str, Any], ChangeEvent]]) -> None:
     positions = [event.position for _, event in events if event.position is not None]
     assert len(positions) > 20
-    assert all(earlier <= later for earlier, later in zip(positions, positions[1:]))
+    assert all(earlier <= later for earlier, later in itertools.pairwise(positions))
 
 
 def test_mysql_schema_changes_and_rows() -> None:

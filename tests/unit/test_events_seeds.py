@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from cdcwatch.events import (EventDecodeError, Kind, Op, Snapshot, SourceSystem, TableId, TransactionBlock,
-                             TransactionBoundary, decode)
+from cdcwatch.events import EventDecodeError, Kind, Op, Snapshot, SourceSystem, TableId, TransactionBlock, TransactionBoundary, decode
 from tests.seed_examples import example_starts, seed_example, seed_text
 
 YUGABYTE = "000_7f975adbc97f1617.txt"
@@ -249,6 +248,6 @@ def test_documented_positions_order_as_the_documents_do() -> None:
 def test_yugabyte_wrapped_columns_give_the_same_row_key_as_plain_ones() -> None:
     fragment = re.search(r'"employee_id": \{\s*"value": 1001,\s*"set": true\s*\}', seed_text(YUGABYTE))
     assert fragment is not None
-    wrapped = decode('{%s}' % fragment.group(0), None).key
+    wrapped = decode("{" + fragment.group(0) + "}", None).key
     plain = decode('{"employee_id": 1001}', None).key
     assert wrapped == plain == (("employee_id", 1001),)

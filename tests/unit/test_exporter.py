@@ -14,7 +14,7 @@ from cdcwatch.families import Collection, FamilyBuilder
 
 
 class FakeCollector:
-    collector = "debezium"
+    kind = "debezium"
 
     def __init__(self, target, behaviour):
         self.target = target

@@ -8,9 +8,10 @@ import socket
 import subprocess
 import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -56,7 +57,7 @@ class _Alertmanager:
         self.url = url
 
     def post(self, alerts: list[dict[str, str]]) -> None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         body = [{"labels": labels, "startsAt": now.isoformat(), "endsAt": (now + timedelta(hours=1)).isoformat()}
                 for labels in alerts]
         request = urllib.request.Request(f"{self.url}/api/v2/alerts", json.dumps(body).encode(),

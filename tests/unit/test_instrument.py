@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from spark_listeners.decode import EVENT_SCHEMA, _row
 from tests.fixtures import RECORDED
+
+pytestmark = pytest.mark.spark  # needs pyspark (the spark extra)
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,8 @@ def spark():
 
 def decoded_rows() -> list[tuple]:
     """The recorded PostgreSQL and MySQL events as decode_events makes them, and a malformed record."""
+    from spark_listeners.decode import _row
+
     records = [json.loads(line) for name in ("postgres-events.jsonl", "mysql-events.jsonl")
                for line in (RECORDED / name).read_text(encoding="utf-8").splitlines()]
     rows = [_row({"topic": r["destination"], "partition": 0, "offset": offset, "key": r["key"], "value": r["value"]})
@@ -33,6 +36,7 @@ def decoded_rows() -> list[tuple]:
 
 
 def test_instrument_leaves_rows_and_schema_unchanged(spark) -> None:
+    from spark_listeners.decode import EVENT_SCHEMA
     from spark_listeners.instrument import instrument
 
     rows = decoded_rows()

@@ -10,8 +10,7 @@ from pathlib import Path
 import yaml
 
 from cdcwatch.mixin import MixinConfig, render_files
-from cdcwatch.mixin.generate import (DASHBOARD_CONFIGMAPS_FILE, DASHBOARD_PROVIDER_FILE, PROMETHEUS_RULE_FILE,
-                                     RULES_FILE)
+from cdcwatch.mixin.generate import DASHBOARD_CONFIGMAPS_FILE, DASHBOARD_PROVIDER_FILE, PROMETHEUS_RULE_FILE, RULES_FILE
 from tests.tools import tool
 
 _FILES = render_files(MixinConfig.model_validate({"kubernetes": {"namespace": "cdc", "rule_labels": {"release": "kps"}}}))

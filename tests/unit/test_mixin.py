@@ -165,7 +165,7 @@ def test_a_bad_mixin_config_exits_2_with_one_line_per_problem(path: Path, capsys
     err = capsys.readouterr().err
     problems = err.splitlines()[1:]
     assert len(problems) == len(expected) and "Traceback" not in err, err
-    for line, wanted in zip(problems, expected):
+    for line, wanted in zip(problems, expected, strict=True):
         assert line.strip().startswith(wanted), (line, wanted)
 
 

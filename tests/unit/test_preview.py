@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 from cdcwatch.mixin.preview import render_preview
+
+pytestmark = pytest.mark.preview  # plots with matplotlib (the preview extra)
 
 
 class _Prometheus(BaseHTTPRequestHandler):

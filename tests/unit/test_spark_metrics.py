@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from spark_listeners.metrics import SinkOutcome, SparkMetrics, exception_class
+from cdcwatch.spark.metrics import SinkOutcome, SparkMetrics, exception_class
 from tests.integration.conftest import promtool_check
 
 
@@ -81,7 +81,8 @@ def test_mixed_servers_read_mixed() -> None:
 @pytest.mark.parametrize("text, expected", [
     (None, "other"),
     ("org.apache.spark.sql.streaming.StreamingQueryException: ... psycopg.errors.UndefinedTable: relation", "DatabaseError"),
-    ("StreamingQueryException: org.apache.spark.sql.kafka010.KafkaIllegalStateException: Some data may have been lost\nCaused by: org.apache.kafka.clients.consumer.OffsetOutOfRangeException: out of range", "KafkaIllegalStateException"),
+    ("StreamingQueryException: org.apache.spark.sql.kafka010.KafkaIllegalStateException: Some data may have been lost\n"
+     "Caused by: org.apache.kafka.clients.consumer.OffsetOutOfRangeException: out of range", "KafkaIllegalStateException"),
     ("StreamingQueryException: org.apache.spark.SparkException: Job aborted", "SparkException"),
     ("java.lang.OutOfMemoryError: Java heap space", "OutOfMemoryError"),
     ("StreamingQueryException: SomethingNobodyKnowsError: user text with spaces", "StreamingQueryException"),

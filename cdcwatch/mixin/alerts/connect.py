@@ -9,6 +9,8 @@ __all__ = ["GROUP"]
 _TASK = f'{CONNECT},task="0"'
 _BEAN = f'{EXPORTER},target="connect",connector="inventory-connector",task="0"'
 _EXCEPTION = 'exception="org.postgresql.util.PSQLException"'
+_CONNECTOR_FAILED = "cdcwatch_connect_connector_failure_info"
+_CLASS_NOT_FOUND = 'exception="java.lang.ClassNotFoundException"'
 
 ALERTS = (
     Alert(
@@ -29,9 +31,9 @@ ALERTS = (
         "Kafka Connect connector {{ $labels.connector }} FAILED",
         "The connector {{ $labels.connector }} (server {{ $labels.server }}) failed with {{ $labels.exception }}; "
         "a connector that fails at start-up has no Debezium beans at all.",
-        fires=Case("failed", {f'cdcwatch_connect_connector_failure_info{{{CONNECT},exception="java.lang.ClassNotFoundException"}}': "1x40"},
-                   labels=labels_of(CONNECT, 'exception="java.lang.ClassNotFoundException"'), value=1),
-        quiet=Case("not failed", {f'cdcwatch_connect_connector_failure_info{{{CONNECT},exception="java.lang.ClassNotFoundException"}}': "0x40"}),
+        fires=Case("failed", {f'{_CONNECTOR_FAILED}{{{CONNECT},{_CLASS_NOT_FOUND}}}': "1x40"},
+                   labels=labels_of(CONNECT, _CLASS_NOT_FOUND), value=1),
+        quiet=Case("not failed", {f'{_CONNECTOR_FAILED}{{{CONNECT},{_CLASS_NOT_FOUND}}}': "0x40"}),
     ),
     Alert(
         "CdcConnectTaskNotRunning",
@@ -63,7 +65,8 @@ ALERTS = (
     ),
     Alert(
         "CdcConnectDlqProduceFailures",
-        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_failures_total{%(cdcwatch)s}[10m])) > 0",
+        "sum by (job, instance, target, connector, task) "
+        "(increase(cdcwatch_connect_task_dlq_produce_failures_total{%(cdcwatch)s}[10m])) > 0",
         "critical", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} cannot write its dead letter queue",
         "Task {{ $labels.task }} of {{ $labels.connector }} failed to write records to its dead letter queue in the "

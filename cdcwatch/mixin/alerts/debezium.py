@@ -137,10 +137,10 @@ ALERTS = (
         "Debezium connector {{ $labels.server }}: the snapshot runs too long",
         "The snapshot of {{ $labels.server }} has run for {{ $value | humanizeDuration }} "
         "(threshold %(snapshot_max_seconds)ss); streaming starts only after it.",
-        fires=Case("running for 8 hours", {"cdcwatch_debezium_snapshot_duration_seconds{%s}" % _SNAPSHOT: "30000+60x40",
+        fires=Case("running for 8 hours", {f"cdcwatch_debezium_snapshot_duration_seconds{{{_SNAPSHOT}}}": "30000+60x40",
                                            f'{_STATE}{{{_SNAPSHOT},state="running"}}': "1x40"},
                    labels=labels_of(_SNAPSHOT), value=30000 + 60 * 20),
-        quiet=Case("finished", {"cdcwatch_debezium_snapshot_duration_seconds{%s}" % _SNAPSHOT: "30000+60x40",
+        quiet=Case("finished", {f"cdcwatch_debezium_snapshot_duration_seconds{{{_SNAPSHOT}}}": "30000+60x40",
                                 f'{_STATE}{{{_SNAPSHOT},state="running"}}': "0x40"}),
         boundary_value=30000 + 60 * 10,
     ),

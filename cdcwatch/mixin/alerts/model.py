@@ -9,8 +9,9 @@ the pipeline's life it must survive (a snapshot, an idle source, series that van
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cdcwatch.mixin.config import MixinConfig

@@ -25,8 +25,10 @@ CONNECT = DashboardSpec(
                       alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
             PanelSpec("Failures", "FAILED connectors and tasks with the first exception class of their trace; "
                       "`GET /connectors/<name>/status` has the whole trace.", "none",
-                      (Query(f"max by (connector, task, exception) (cdcwatch_connect_task_failure_info{{{_SEL}}} == 1)", "", when="a task or connector FAILED"),
-                       Query(f"max by (connector, exception) (cdcwatch_connect_connector_failure_info{{{_SEL}}} == 1)", "", when="a task or connector FAILED")),
+                      (Query(f"max by (connector, task, exception) (cdcwatch_connect_task_failure_info{{{_SEL}}} == 1)", "",
+                             when="a task or connector FAILED"),
+                       Query(f"max by (connector, exception) (cdcwatch_connect_connector_failure_info{{{_SEL}}} == 1)", "",
+                             when="a task or connector FAILED")),
                       kind="table", alerts=("CdcConnectTaskFailed", "CdcConnectConnectorFailed")),
             PanelSpec("Tasks running of configured", "Tasks each connector has, and how many of them run.", "short",
                       (Query(f"sum by (connector) (cdcwatch_connect_connector_tasks_running{{{_SEL}}})", "{{connector}} running"),
@@ -41,7 +43,8 @@ CONNECT = DashboardSpec(
                        Query(f"sum by (connector) (rate(cdcwatch_connect_source_records_written_total{{{_SEL}}}[$__rate_interval]))",
                              "{{connector}} written", when="the worker's JMX is collected"))),
             PanelSpec("Records awaiting acknowledgement", "Records polled but not yet acknowledged by Kafka.", "short",
-                      (Query(f"sum by (connector) (cdcwatch_connect_source_records_active{{{_SEL}}})", "{{connector}}", when="the worker's JMX is collected"),)),
+                      (Query(f"sum by (connector) (cdcwatch_connect_source_records_active{{{_SEL}}})", "{{connector}}",
+                             when="the worker's JMX is collected"),)),
             PanelSpec("Poll batch time", "Average time a source task takes to poll a batch.", "s",
                       (Query(f"max by (connector, task) (cdcwatch_connect_source_poll_batch_avg_seconds{{{_SEL}}})",
                              "{{connector}}/{{task}}", when="the worker's JMX is collected"),)),
@@ -55,7 +58,8 @@ CONNECT = DashboardSpec(
             PanelSpec("Records skipped", "Records skipped after errors (errors.tolerance=all) per interval: lost for a "
                       "source task.", "short",
                       (Query("sum by (connector) (increase(cdcwatch_connect_task_records_skipped_total"
-                             f"{{{_SEL}}}[$__rate_interval]))", "{{connector}}", when="the worker's JMX is collected"),), alerts=("CdcConnectRecordsSkipped",)),
+                             f"{{{_SEL}}}[$__rate_interval]))", "{{connector}}", when="the worker's JMX is collected"),),
+                      alerts=("CdcConnectRecordsSkipped",)),
             PanelSpec("Dead letter queue", "Records a sink task wrote to its dead letter queue, and writes that failed, "
                       "per second.", "ops",
                       (Query("sum by (connector) (rate(cdcwatch_connect_task_dlq_produce_requests_total"

@@ -9,13 +9,36 @@ runbook section of that alert.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.common import (
+    BigValueColorMode,
+    BigValueTextMode,
+    GraphThresholdsStyleMode,
+    LegendDisplayMode,
+    LegendPlacement,
+)
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardLinkType,
+    DataSourceRef,
+    ThresholdsMode,
+    ValueMap,
+    ValueMappingResult,
+    VariableRefresh,
+    VariableSort,
+)
+from grafana_foundation_sdk.models.dashboard import Threshold as Step
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
-__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable", "build", "conditional_queries", "panel_queries", "threshold_alert"]
+__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
+           "build", "conditional_queries", "panel_queries", "threshold_alert"]
 
 
 @dataclass(frozen=True)
@@ -93,14 +116,8 @@ def _placeholders(config: MixinConfig) -> dict[str, str]:
 
 
 def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
-    from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
-    from grafana_foundation_sdk.models.common import (BigValueColorMode, BigValueTextMode, GraphThresholdsStyleMode,
-                                                      LegendDisplayMode, LegendPlacement)
-    from grafana_foundation_sdk.models.dashboard import (DashboardLinkType, DataSourceRef, Threshold as Step,
-                                                         ThresholdsMode, ValueMap, ValueMappingResult)
-    from grafana_foundation_sdk.models.prometheus import PromQueryFormat
-
-    kinds = {"timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
+    kinds: dict[str, Callable[[], Any]] = {
+        "timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
              "table": table.Panel, "bargauge": bargauge.Panel}
     builder = (kinds[spec.kind]().title(spec.title).description(spec.description).unit(spec.unit)
                .datasource(DataSourceRef(type_val="prometheus", uid=config.datasource_uid)).span(width).height(8))
@@ -142,10 +159,6 @@ def _fill(template: str, values: dict[str, str]) -> str:
 def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
     """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
     multi-valued with All; one row per group of panels."""
-    from grafana_foundation_sdk.builders import dashboard
-    from grafana_foundation_sdk.cog.encoder import JSONEncoder
-    from grafana_foundation_sdk.models.dashboard import DashboardLinkType, DataSourceRef, VariableRefresh, VariableSort
-
     values = _placeholders(config)
     datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
     board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
@@ -165,7 +178,8 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
         board = board.with_row(dashboard.Row(title))
         for panel in panels:
             board = board.with_panel(_panel(panel, config, values, 24 // len(panels)))
-    return json.loads(json.dumps(board.build(), cls=JSONEncoder))
+    model: dict[str, Any] = json.loads(json.dumps(board.build(), cls=JSONEncoder))
+    return model
 
 
 def conditional_queries(spec: DashboardSpec, config: MixinConfig) -> dict[str, str]:

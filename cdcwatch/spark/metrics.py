@@ -11,16 +11,82 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from prometheus_client.metrics_core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric)
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "QueryState", "SinkOutcome", "SparkMetrics",
+from cdcwatch.families import MetricSpec, metric_specs
+
+__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "SPARK_METRICS", "QueryState", "SinkOutcome", "SparkMetrics",
            "exception_class"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 QUERY_STATES = ("active", "terminated", "failed")
+
+_Q = ("query",)
+_QS = ("query", "server")
+SPARK_METRICS = metric_specs(
+    # served by the listener's own /metrics in the Spark driver
+    MetricSpec("cdcwatch_spark_query_state", "gauge", (
+        "1 for the query's state (active, terminated, failed), 0 for the others."),
+        ("query", "state")),
+    MetricSpec("cdcwatch_spark_query_failure_info", "gauge", (
+        "1 for a failed query; `exception` is its exception class (a fixed set, else other)."),
+        ("query", "exception")),
+    MetricSpec("cdcwatch_spark_batches_total", "counter", "Micro-batches completed.", _Q),
+    MetricSpec("cdcwatch_spark_input_rows_total", "counter", "Records read by the query's sources.", _Q),
+    MetricSpec("cdcwatch_spark_events_total", "counter", (
+        "Kafka records decoded (row changes, heartbeats, DDL, transaction markers, malformed)."),
+        _QS),
+    MetricSpec("cdcwatch_spark_changes_total", "counter", (
+        "Row changes (create, update, delete, snapshot read) seen by the query."),
+        _QS),
+    MetricSpec("cdcwatch_spark_changes_applied_total", "counter", "Row changes the sink applied to the target.", _QS),
+    MetricSpec("cdcwatch_spark_duplicates_total", "counter", (
+        "Row changes whose key and source position were already applied (at-least-once re-deliveries), within"
+        " a batch and across batches."),
+        _QS),
+    MetricSpec("cdcwatch_spark_stale_events_total", "counter", (
+        "Row changes older than the target's row (out of order); they never overwrite it."),
+        _QS),
+    MetricSpec("cdcwatch_spark_malformed_events_total", "counter", (
+        "Records that are no readable Debezium event; counted and skipped."),
+        _QS),
+    MetricSpec("cdcwatch_spark_lost_offsets_total", "counter", (
+        "Offsets gone from the broker before the query read them (data loss, failOnDataLoss=false)."),
+        _QS),
+    MetricSpec("cdcwatch_spark_input_rows_per_second", "gauge", "Input rate of the last micro-batch.", _Q),
+    MetricSpec("cdcwatch_spark_processed_rows_per_second", "gauge", "Processing rate of the last micro-batch.", _Q),
+    MetricSpec("cdcwatch_spark_apply_lag_seconds", "gauge", (
+        "Now minus the source commit time of the changes in the last batch with changes, when it was applied;"
+        " `percentile` 50, 99 or max."),
+        ("query", "server", "percentile")),
+    MetricSpec("cdcwatch_spark_newest_applied_change_timestamp_seconds", "gauge", (
+        "Source commit time of the newest applied change."),
+        _QS),
+    MetricSpec("cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds", "gauge", (
+        "Emit time of the newest Debezium heartbeat applied."),
+        _QS),
+    MetricSpec("cdcwatch_spark_freshness_seconds", "gauge", (
+        "End-to-end freshness: age of the newest applied change or heartbeat, at scrape time; grows while "
+        "changes wait to be applied, stays low on an idle source with heartbeats."),
+        _QS),
+    MetricSpec("cdcwatch_spark_source_offsets_behind_latest", "gauge", (
+        "Records in Kafka the query has not read yet, per topic, after the last batch."),
+        ("query", "topic")),
+    MetricSpec("cdcwatch_spark_last_progress_timestamp_seconds", "gauge", "When the query last reported progress.", _Q),
+    MetricSpec("cdcwatch_spark_batch_duration_seconds", "histogram", "Micro-batch duration (trigger execution).", _Q),
+)
+
+
+def _family(name: str) -> Any:
+    """A fresh family of the declared metric `name` (Gauge-, Counter- or HistogramMetricFamily), with its spec's labels."""
+    spec = SPARK_METRICS[name]
+    kind = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily, "histogram": HistogramMetricFamily}[spec.type]
+    return kind(spec.name, spec.help, labels=list(spec.labels))
+
 
 EXCEPTION_CLASSES = ("KafkaIllegalStateException", "DatabaseError", "StreamingQueryException", "PythonException", "SparkException",
                      "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError", "IntegrityError",
@@ -39,7 +105,7 @@ def exception_class(text: str | None) -> str:
         return "other"
     if _DATABASE_ERROR.search(text):
         return "DatabaseError"
-    known = [name for name in _CLASS_NAME.findall(text) if name in EXCEPTION_CLASSES]
+    known: list[str] = [name for name in _CLASS_NAME.findall(text) if name in EXCEPTION_CLASSES]
     specific = [name for name in known if name not in _WRAPPERS]
     if specific or known:
         return (specific or known)[-1]  # the innermost cause
@@ -161,62 +227,19 @@ class SparkMetrics:
     def describe(self) -> list[Metric]:
         return []
 
-    @staticmethod
-    def families_for_reference() -> list[Any]:
-        """Every family with its label names (for the metrics reference)."""
-        from types import SimpleNamespace
-
-        metrics = SparkMetrics(lambda: 0.0)
-        metrics.terminated("q", "x")  # a query in every family
-        metrics.progress("q", {"sources": [{"latestOffset": {"t": {"0": 1}}, "endOffset": {"t": {"0": 0}}}],
-                               "durationMs": {"triggerExecution": 1}},
-                         {"oldest_commit": 0.0, "p01_commit": 0.0, "p50_commit": 0.0, "newest_commit": 0.0,
-                          "newest_heartbeat": 0.0, "server_min": "s", "server_max": "s"})
-        families = []
-        for family in metrics.collect():
-            labels = [k for k in (family.samples[0].labels if family.samples else {}) if k != "le"]
-            families.append(SimpleNamespace(name=family.name, type=family.type, documentation=family.documentation,
-                                            label_names=labels))
-        return families
-
     def collect(self) -> Iterable[Metric]:
         now = self._clock()
         with self._lock:
             queries = [(s, dict(s.apply_lag), dict(s.offsets_behind), list(s.duration_buckets)) for s in self._queries.values()]
-        q = ["query"]
-        qs = ["query", "server"]
-        state_set = GaugeMetricFamily("cdcwatch_spark_query_state", "1 for the query's state (active, terminated, failed), "
-                                      "0 for the others.", labels=["query", "state"])
-        failure = GaugeMetricFamily("cdcwatch_spark_query_failure_info",
-                                    "1 for a failed query; `exception` is its exception class (a fixed set, else other).",
-                                    labels=["query", "exception"])
-        counters = {name: CounterMetricFamily(f"cdcwatch_spark_{name}", help, labels=labels) for name, help, labels in (
-            ("batches", "Micro-batches completed.", q),
-            ("input_rows", "Records read by the query's sources.", q),
-            ("events", "Kafka records decoded (row changes, heartbeats, DDL, transaction markers, malformed).", qs),
-            ("changes", "Row changes (create, update, delete, snapshot read) seen by the query.", qs),
-            ("changes_applied", "Row changes the sink applied to the target.", qs),
-            ("duplicates", "Row changes whose key and source position were already applied (at-least-once re-deliveries), "
-                           "within a batch and across batches.", qs),
-            ("stale_events", "Row changes older than the target's row (out of order); they never overwrite it.", qs),
-            ("malformed_events", "Records that are no readable Debezium event; counted and skipped.", qs),
-            ("lost_offsets", "Offsets gone from the broker before the query read them (data loss, failOnDataLoss=false).", qs),
-        )}
-        gauges = {name: GaugeMetricFamily(f"cdcwatch_spark_{name}", help, labels=labels) for name, help, labels in (
-            ("input_rows_per_second", "Input rate of the last micro-batch.", q),
-            ("processed_rows_per_second", "Processing rate of the last micro-batch.", q),
-            ("apply_lag_seconds", "Now minus the source commit time of the changes in the last batch with changes, when "
-                                  "it was applied; `percentile` 50, 99 or max.", ["query", "server", "percentile"]),
-            ("newest_applied_change_timestamp_seconds", "Source commit time of the newest applied change.", qs),
-            ("newest_applied_heartbeat_timestamp_seconds", "Emit time of the newest Debezium heartbeat applied.", qs),
-            ("freshness_seconds", "End-to-end freshness: age of the newest applied change or heartbeat, at scrape time; "
-                                  "grows while changes wait to be applied, stays low on an idle source with heartbeats.", qs),
-            ("source_offsets_behind_latest", "Records in Kafka the query has not read yet, per topic, after the last batch.",
-             ["query", "topic"]),
-            ("last_progress_timestamp_seconds", "When the query last reported progress.", q),
-        )}
-        durations = HistogramMetricFamily("cdcwatch_spark_batch_duration_seconds", "Micro-batch duration (trigger execution).",
-                                          labels=q)
+        state_set, failure = _family("cdcwatch_spark_query_state"), _family("cdcwatch_spark_query_failure_info")
+        counters = {name: _family(f"cdcwatch_spark_{name}_total") for name in (
+            "batches", "input_rows", "events", "changes", "changes_applied", "duplicates", "stale_events", "malformed_events",
+            "lost_offsets")}
+        gauges = {name: _family(f"cdcwatch_spark_{name}") for name in (
+            "input_rows_per_second", "processed_rows_per_second", "apply_lag_seconds", "newest_applied_change_timestamp_seconds",
+            "newest_applied_heartbeat_timestamp_seconds", "freshness_seconds", "source_offsets_behind_latest",
+            "last_progress_timestamp_seconds")}
+        durations = _family("cdcwatch_spark_batch_duration_seconds")
         for state, lag, behind, buckets in queries:
             name, server = state.name, state.server
             for each in QUERY_STATES:
@@ -244,7 +267,7 @@ class SparkMetrics:
                 gauges["source_offsets_behind_latest"].add_metric([name, topic], records)
             if state.last_progress is not None:
                 gauges["last_progress_timestamp_seconds"].add_metric([name], state.last_progress)
-            cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets)]
+            cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets, strict=True)]
             durations.add_metric([name], cumulative + [("+Inf", float(state.duration_count))], state.duration_sum)
         yield state_set
         yield failure

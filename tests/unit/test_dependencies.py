@@ -1,0 +1,84 @@
+"""Dependencies point one way: the exporter's commands (help, docs, check, serve, alerts, dashboards, mixin)
+never import pyspark or `spark_listeners`; only `cdcwatch apply` does. Each run blocks both imports in a
+fresh interpreter, so a stray import fails with ModuleNotFoundError."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.tools import ROOT
+
+_BLOCKED = ("pyspark", "spark_listeners")
+
+_RUN = """
+import contextlib, io, json, sys
+for name in {blocked!r}:
+    sys.modules[name] = None  # `import name` now raises ModuleNotFoundError
+import cdcwatch.cli
+argv = json.loads(sys.argv[1])
+out = io.StringIO()
+try:
+    with contextlib.redirect_stdout(out):
+        code = cdcwatch.cli._run(argv)
+except SystemExit as exit:  # argparse: --help, --version
+    code = exit.code
+for module in json.loads(sys.argv[2]):
+    __import__(module)
+loaded = sorted(m for m in sys.modules if m.startswith(("cdcwatch.spark.commit", "pyspark", "spark_listeners"))
+                and sys.modules[m] is not None)
+print(json.dumps({{"code": code, "out": out.getvalue(), "loaded": loaded}}))
+"""
+
+# what `serve` runs, imported after the command
+_SERVE_MODULES = ["cdcwatch.exporter", "cdcwatch.server", "cdcwatch.web", "cdcwatch.reload", "cdcwatch.check"]
+
+
+def _without_spark(argv: list[str], imports: list[str] | None = None) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", _RUN.format(blocked=_BLOCKED), json.dumps(argv),
+                           json.dumps(imports or [])], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    assert result["loaded"] == [], result["loaded"]
+    return result
+
+
+def test_help_runs_without_pyspark() -> None:
+    result = _without_spark(["--help"])
+    assert result["code"] == 0 and "cdcwatch docs metrics|config" in str(result["out"])
+
+
+@pytest.mark.parametrize("what", ["metrics", "config"])
+def test_docs_run_without_pyspark(what: str) -> None:
+    result = _without_spark(["docs", what])
+    assert result["code"] == 0
+    if what == "metrics":
+        assert "cdcwatch_spark_freshness_seconds" in str(result["out"])
+
+
+def test_check_of_a_bad_config_runs_without_pyspark() -> None:
+    result = _without_spark(["check", "--config", "tests/conffiles/invalid-unknown-key.yaml"])
+    assert result["code"] == 2
+
+
+def test_alerts_and_serve_modules_import_without_pyspark() -> None:
+    result = _without_spark(["alerts"], _SERVE_MODULES)
+    assert result["code"] == 0 and "groups:" in str(result["out"])
+
+
+def test_mixin_generate_runs_without_pyspark(tmp_path: Path) -> None:
+    result = _without_spark(["mixin", "generate", "--out", str(tmp_path)])
+    assert result["code"] == 0 and (tmp_path / "alerts").is_dir()
+
+
+@pytest.mark.spark
+def test_the_spark_listener_reexports_the_pure_python_metrics() -> None:
+    import spark_listeners
+    from cdcwatch.spark import metrics
+
+    assert spark_listeners.SparkMetrics is metrics.SparkMetrics
+    assert spark_listeners.exception_class is metrics.exception_class
