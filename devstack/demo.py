@@ -26,8 +26,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from devstack.demo_settings import (APPLY_RATE, COMMIT_GROUP, CONNECTOR, DEMO_MIXIN, QUERY, SCRAPE_INTERVAL, SERVER, SLOT,
-                                    STATE_FILE, STATUS_WINDOW_SAMPLES)
+from devstack.demo_settings import (
+    APPLY_RATE,
+    COMMIT_GROUP,
+    CONNECTOR,
+    DEMO_MIXIN,
+    QUERY,
+    SCRAPE_INTERVAL,
+    SERVER,
+    SLOT,
+    STATE_FILE,
+    STATUS_WINDOW_SAMPLES,
+)
 from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open
 
 __all__ = ["DemoStack", "run_demo"]

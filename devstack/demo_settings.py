@@ -11,9 +11,10 @@ CONNECTOR = "demo-connector"
 STATE_FILE = "demo.json"
 APPLY_RATE = 2000
 """Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
+APPLY_LAG_THRESHOLD_SECONDS = 15
 DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s"},
-              "thresholds": {"spark_apply_lag_seconds": 15, "spark_freshness_seconds": 30, "kafka_lag_seconds": 30,
-                             "debezium_lag_seconds": 30}}
+              "thresholds": {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": 30,
+                             "kafka_lag_seconds": 30, "debezium_lag_seconds": 30}}
 """The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
 STATUS_WINDOW_SAMPLES = 5
 """cdcwatch's consumer-status window in the demo: a frozen consumer reads STOP after this many scrapes."""

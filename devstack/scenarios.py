@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from devstack.demo_settings import APPLY_RATE, CHANGES_TOPIC, DEMO_MIXIN, SCRAPE_INTERVAL, STATUS_WINDOW_SAMPLES
+from devstack.demo_settings import (
+    APPLY_LAG_THRESHOLD_SECONDS,
+    APPLY_RATE,
+    CHANGES_TOPIC,
+    DEMO_MIXIN,
+    SCRAPE_INTERVAL,
+    STATUS_WINDOW_SAMPLES,
+)
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "run_scenario"]
 
@@ -85,7 +92,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * float(SCRAPE_INTERVAL.rstrip("s"))),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
-             settle_seconds=float(DEMO_MIXIN["thresholds"]["spark_apply_lag_seconds"])),
+             settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS)),
 )}
 
 
