@@ -63,9 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="serve /metrics for Prometheus")
-    serve.add_argument("--config", "-c", required=True, help="YAML configuration file")
-    serve.add_argument("--listen-address", help="override listen.address from the config")
-    serve.add_argument("--port", type=int, help="override listen.port from the config")
+    serve.add_argument("--config.file", "--config", "-c", dest="config", required=True, help="YAML configuration file")
+    serve.add_argument("--web.listen-address", dest="web_listen_address", metavar="[HOST]:PORT",
+                       help="override listen.address and listen.port from the config")
+    serve.add_argument("--listen-address", help=argparse.SUPPRESS)  # older spelling: the host only
+    serve.add_argument("--port", type=int, help=argparse.SUPPRESS)  # older spelling: the port only
+    serve.add_argument("--log.level", dest="log_level", choices=["debug", "info", "warning", "error"],
+                       help="override log_level from the config")
     serve.add_argument("--web.config.file", dest="web_config_file",
                        help="TLS and basic auth for /metrics (exporter-toolkit web config format)")
     serve.add_argument("--config-watch-interval", type=float, default=WATCH_INTERVAL_SECONDS, metavar="SECONDS",
@@ -73,7 +77,9 @@ def _parser() -> argparse.ArgumentParser:
                        "0: reload on SIGHUP only")
 
     check = commands.add_parser("check", help="scrape every target once; exit 0 all up, 1 any down, 2 bad config")
-    check.add_argument("--config", "-c", required=True, help="YAML configuration file")
+    check.add_argument("--config.file", "--config", "-c", dest="config", required=True, help="YAML configuration file")
+    check.add_argument("--log.level", dest="log_level", choices=["debug", "info", "warning", "error"],
+                       help="override log_level from the config")
 
     docs = commands.add_parser("docs", help="print a generated reference (Markdown)")
     docs.add_argument("what", choices=["metrics", "config"])
@@ -126,19 +132,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(path: str) -> Config:
+def _load(path: str, log_level: str | None = None) -> Config:
     config = load_config(path)
-    logging.getLogger().setLevel(config.log_level.upper())
+    logging.getLogger().setLevel((log_level or config.log_level).upper())
     return config
+
+
+def listen_override(value: str) -> tuple[str | None, int]:
+    """`--web.listen-address` as the Prometheus exporters take it: `HOST:PORT`, `:PORT` or `[IPv6]:PORT`."""
+    host, colon, port = value.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError("the command line", [f"--web.listen-address: expected [HOST]:PORT, got {value!r}"])
+    return host.strip("[]") or None, int(port)
 
 
 def _serve(args: argparse.Namespace) -> int:
     if args.config_watch_interval < 0:
         print("cdcwatch: --config-watch-interval must be 0 (off) or a positive number of seconds", file=sys.stderr)
         return EXIT_CONFIG
-    config = _load(args.config)
-    address = args.listen_address or config.listen.address
-    port = args.port or config.listen.port
+    config = _load(args.config, args.log_level)
+    address, port = args.listen_address or config.listen.address, args.port or config.listen.port
+    if args.web_listen_address:
+        host, port = listen_override(args.web_listen_address)
+        address = host or "0.0.0.0"
     web_file = args.web_config_file or config.listen.web_config_file
     web = None
     if web_file:
@@ -179,7 +195,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    config = _load(args.config)
+    config = _load(args.config, args.log_level)
     exporter = Exporter.from_config(config)
     try:
         results = exporter.scrape()
