@@ -36,13 +36,18 @@ if [ ! -f "$stamp" ] || [ "$pom" -nt "$stamp" ]; then
   echo "setup: resolving the JVM parts in $pom with Maven"
   rm -rf .cdcwatch/jvm
   for part in $(sed -n 's:.*<id>\(.*\)</id>.*:\1:p' "$pom"); do
-    mvn -q -B -f "$pom" -Dmaven.repo.local="$PWD/.cdcwatch/m2" -P "$part" dependency:copy-dependencies
+    mvn -q -B -Dstyle.color=never -f "$pom" -Dmaven.repo.local="$PWD/.cdcwatch/m2" -P "$part" dependency:copy-dependencies
   done
   touch "$stamp"
 fi
 
-# pinned linters for the generated rules and dashboards (pint, dashboard-linter), built with Go
-scripts/lint-tools.sh
+# pinned linters for the generated rules and dashboards (pint, dashboard-linter), built with Go: the tests
+# need them, the demo does not
+if command -v go >/dev/null 2>&1; then
+  scripts/lint-tools.sh
+else
+  echo "setup: Go not found: pint and dashboard-linter (used by the tests, not the demo) are not built"
+fi
 
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
