@@ -117,7 +117,7 @@ def main() -> None:
 
         mover = threading.Thread(target=keep_moving, args=(kafka, groups, args.partitions, stop), daemon=True)
         mover.start()
-        peer_command = kafka._java("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+        peer_command = kafka.java_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
                                    kafka.bootstrap, "--describe", "--all-groups", heap="512m")
         ours, peer = [], []
         for _ in range(args.scrapes):  # interleaved: the machine's noise hits both alike

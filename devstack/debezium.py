@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from devstack.procs import REPO, StackError, port_open, wait_for
+from devstack.procs import ServerProcess, StackError, port_open, python_env
 
 __all__ = ["DebeziumProcess", "postgres_connector_properties", "mysql_connector_properties"]
 
@@ -73,7 +71,7 @@ class DebeziumProcess:
         self.spec_file = self.dir / "engine.json"
         self.spec: dict[str, Any] = {"properties": properties, "jmx_port": jmx_port, "events_file": str(self.events_file),
                                      "batch_pause_seconds": batch_pause_seconds, **(extra_spec or {})}
-        self.process: subprocess.Popen[bytes] | None = None
+        self.server = ServerProcess("the Debezium engine", self.log)
 
     @property
     def jmx_url(self) -> str:
@@ -83,46 +81,23 @@ class DebeziumProcess:
         if port_open(self.jmx_port):
             raise StackError(f"port {self.jmx_port} is taken: stop what listens there or pick another JMX port")
         self.spec_file.write_text(json.dumps(self.spec), encoding="utf-8")
-        log = open(self.log, "ab")
-        package_root = str(REPO)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
         # cwd: the engine writes its own logs/ directory there
-        self.process = subprocess.Popen([sys.executable, "-m", "devstack.engine", str(self.spec_file)],
-                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
-                                        cwd=self.dir)
+        self.server.start([sys.executable, "-m", "devstack.engine", str(self.spec_file)],
+                          lambda: port_open(self.jmx_port), timeout, env=python_env(PYTHONUNBUFFERED="1"), cwd=self.dir)
 
-        def ready() -> bool:
-            if self.process is not None and self.process.poll() is not None:
-                raise StackError(f"the Debezium engine exited with {self.process.returncode}; see {self.log}")
-            return port_open(self.jmx_port)
-
-        try:
-            wait_for(ready, timeout, f"Debezium JMX on 127.0.0.1:{self.jmx_port}")
-        except StackError as exc:
-            raise StackError(f"{exc}; log: {self.log}") from None
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self.server.process
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.server.alive
 
     def signal(self, signum: int) -> None:
-        if self.process is not None:
-            os.kill(self.process.pid, signum)
+        self.server.signal(signum)
 
     def kill(self) -> None:
         """kill -9: the JVM dies at once, as in a crash."""
-        if self.alive():
-            self.signal(signal.SIGKILL)
-        if self.process is not None:
-            self.process.wait(30)
+        self.server.kill()
 
     def stop(self, timeout: float = 20) -> None:
-        if self.alive():
-            assert self.process is not None
-            self.signal(signal.SIGCONT)
-            self.signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.process = None
+        self.server.stop(timeout)

@@ -38,7 +38,7 @@ from devstack.demo_settings import (
     STATE_FILE,
     STATUS_WINDOW_SAMPLES,
 )
-from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open
+from devstack.procs import REPO, ServerProcess, StackError, free_port, jvm_dir, port_open
 
 __all__ = ["DemoStack", "run_demo"]
 
@@ -219,28 +219,19 @@ class _Serve:
     """`cdcwatch serve` as a child process (its JPype JVM lives there, not in the demo)."""
 
     def __init__(self, config: Path, port: int, log: Path) -> None:
-        self.config, self.port, self.log = config, port, log
-        self.process: Any = None
+        self.config, self.port = config, port
+        self.server = ServerProcess("cdcwatch serve", log)
+
+    @property
+    def process(self) -> Any:
+        return self.server.process
 
     def start(self) -> None:
-        import subprocess
-
-        from devstack.procs import wait_for
-
-        self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config)],
-                                        stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, start_new_session=True)
-
-        def ready() -> bool:
-            if self.process.poll() is not None:
-                raise StackError(f"cdcwatch serve exited with {self.process.returncode}; see {self.log}")
-            return port_open(self.port)
-
-        wait_for(ready, 60, f"cdcwatch serve on 127.0.0.1:{self.port}")
+        self.server.start([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(self.config)],
+                          lambda: port_open(self.port), 60)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(30)
+        self.server.stop(30)
 
 
 class _Closing:

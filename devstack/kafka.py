@@ -97,7 +97,7 @@ class KafkaBroker:
                   f"listener.security.protocol.map={','.join(protocols)}"]
         return "\n".join(lines) + "\n"
 
-    def _java(self, main: str, *args: str, heap: str = "512m") -> list[str]:
+    def java_command(self, main: str, *args: str, heap: str = "512m") -> list[str]:
         quick_start = ["-XX:TieredStopAtLevel=1"] if main != "kafka.Kafka" else []  # a tool runs for seconds
         return [require_binary("java", "openjdk-17-jre-headless"), f"-Xmx{heap}", "-Xms128m", "-XX:+UseSerialGC",
                 *quick_start, f"-Dlog4j2.configurationFile={log4j2_config(self.dir, 'kafka')}", "-Djava.awt.headless=true",
@@ -115,9 +115,9 @@ class KafkaBroker:
         if not (self.dir / "data" / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             scram = ["--add-scram", f"SCRAM-SHA-256=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
-            run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
+            run(self.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
                            *(scram if self.secure_port else []), heap="256m"), "formatting the Kafka log directory")
-        self.server.start(self._java("kafka.Kafka", str(config)), self._ready, timeout, cwd=self.dir,
+        self.server.start(self.java_command("kafka.Kafka", str(config)), self._ready, timeout, cwd=self.dir,
                           env={**os.environ, "KAFKA_LOG4J_OPTS": ""})
 
     def _ready(self) -> bool:
@@ -159,6 +159,10 @@ class KafkaBroker:
             consumer.close()
 
     @property
+    def process(self) -> Any:
+        return self.server.process
+
+    @property
     def pid(self) -> int | None:
         return self.server.pid
 
@@ -171,7 +175,7 @@ class KafkaBroker:
     def described_lag(self, group: str) -> dict[tuple[str, int], tuple[int | None, int, int | None]]:
         """Apache Kafka's own `kafka-consumer-groups --describe` for `group`, an independent peer:
         (committed offset, log end offset, lag) per partition; None where the tool prints '-'."""
-        done = run(self._java("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+        done = run(self.java_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
                               self.bootstrap, "--describe", "--group", group, heap="256m"),
                    f"kafka-consumer-groups --describe --group {group}")
         rows: dict[tuple[str, int], tuple[int | None, int, int | None]] = {}

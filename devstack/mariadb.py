@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from pathlib import Path
 
-from devstack.procs import owned_dir, port_open, require_binary, run, wait_for
+from devstack.procs import ServerProcess, owned_dir, port_open, require_binary, run
 
 __all__ = ["MariaDbServer"]
 
@@ -25,7 +23,7 @@ class MariaDbServer:
         self.dir = owned_dir(state_dir, "mysql")
         self.cnf = self.dir / "my.cnf"
         self.socket = self.dir / "mysqld.sock"
-        self._process: subprocess.Popen[bytes] | None = None
+        self.server = ServerProcess("MariaDB", self.dir / "mariadbd.out")
 
     def start(self) -> None:
         mariadbd = require_binary("/usr/sbin/mariadbd", "mariadb-server")
@@ -43,10 +41,7 @@ class MariaDbServer:
         if fresh:
             run(["mariadb-install-db", f"--defaults-file={self.cnf}", "--user=mysql",
                  "--auth-root-authentication-method=normal", "--skip-test-db"], "mariadb-install-db")
-        log = open(self.dir / "mariadbd.out", "ab")
-        self._process = subprocess.Popen([mariadbd, f"--defaults-file={self.cnf}", "--user=mysql"],
-                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: port_open(self.port), 60, f"MariaDB on 127.0.0.1:{self.port} (log: {self.dir / 'error.log'})")
+        self.server.start([mariadbd, f"--defaults-file={self.cnf}", "--user=mysql"], lambda: port_open(self.port), 60)
         if fresh:
             self.root_sql(
                 f"CREATE USER '{self.user}'@'%' IDENTIFIED BY '{self.password}';"
@@ -60,11 +55,4 @@ class MariaDbServer:
         return run([client, f"--socket={self.socket}", "-u", "root", "-N", "-B", "-e", statement], "mariadb").stdout.strip()
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(60)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._process = None
+        self.server.stop(60)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ServerProcess", "StackError", "as_user", "free_port", "jvm_dir", "owned_dir", "port_open", "rss_mib",
-           "stop_group", "wait_for"]
+           "python_env", "stop_group", "wait_for"]
 
 REPO = Path(__file__).resolve().parents[1]
 """The repository root: scripts/setup.sh keeps what it installs under REPO/.cdcwatch."""
@@ -137,6 +137,12 @@ def run(command: Sequence[str], what: str, timeout: float = 120, **kw: object) -
     if done.returncode != 0:
         raise StackError(f"{what} failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}")
     return done
+
+
+def python_env(**extra: str) -> dict[str, str]:
+    """This environment with the repository on PYTHONPATH, for Python children that import devstack or tests."""
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
 
 
 def jvm_dir(part: str) -> Path:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from devstack.procs import StackError, free_port, port_open, require_binary, stop_group, wait_for
+from devstack.procs import ServerProcess, free_port, port_open, require_binary
 
 __all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "Pushgateway", "WebhookReceiver"]
 
@@ -22,32 +22,32 @@ __all__ = ["AlertmanagerServer", "Notification", "PrometheusServer", "Pushgatewa
 class _Process:
     dir: Path
     port: int
-    process: subprocess.Popen[bytes] | None = None
+    server: ServerProcess | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self.server.process if self.server else None
+
     def _spawn(self, command: Sequence[str], log_name: str, what: str, ready_path: str, timeout: float = 60) -> None:
         import urllib.request
 
-        self.dir.mkdir(parents=True, exist_ok=True)
-        log = self.dir / log_name
-        self.process = subprocess.Popen(list(command), cwd=self.dir, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-
         def ready() -> bool:
-            if self.process is not None and self.process.poll() is not None:
-                raise StackError(f"{what} exited with {self.process.returncode}; see {log}")
             if not port_open(self.port):
                 return False
             with urllib.request.urlopen(self.url + ready_path, timeout=2) as response:
                 return response.status == 200
 
-        wait_for(ready, timeout, f"{what} on {self.url} (log {log})")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.server = ServerProcess(what, self.dir / log_name)
+        self.server.start(command, ready, timeout, cwd=self.dir)
 
     def stop(self) -> None:
-        stop_group(self.process, 20)
+        if self.server is not None:
+            self.server.stop(20)
 
 
 class PrometheusServer(_Process):

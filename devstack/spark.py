@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from devstack.procs import REPO, StackError, free_port, jvm_dir, port_open, stop_group, wait_for
+from devstack.procs import ServerProcess, free_port, jvm_dir, port_open, python_env
 
 __all__ = ["ApplyJob", "spark_kafka_jars"]
 
@@ -31,7 +30,11 @@ class ApplyJob:
                         "--subscribe-pattern", pattern, "--target", target_dsn, "--checkpoint", str(state_dir / "checkpoint"),
                         "--master", master, "--query-name", query_name, "--metrics-port", str(self.metrics_port),
                         "--jars", spark_kafka_jars(), *extra_args]
-        self.process: subprocess.Popen[bytes] | None = None
+        self.server = ServerProcess("the apply job", self.log)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self.server.process
 
     @property
     def metrics_url(self) -> str:
@@ -39,21 +42,11 @@ class ApplyJob:
 
     def start(self, timeout: float = 120) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        package_root = str(REPO)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-        self.process = subprocess.Popen(self.command, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
-                                        start_new_session=True, env=env, cwd=self.dir)
-
-        def ready() -> bool:
-            if self.process is not None and self.process.poll() is not None:
-                raise StackError(f"the apply job exited with {self.process.returncode}; see {self.log}")
-            return port_open(self.metrics_port)
-
-        wait_for(ready, timeout, f"the apply job's /metrics on {self.metrics_url} (log {self.log})")
+        self.server.start(self.command, lambda: port_open(self.metrics_port), timeout, env=python_env(), cwd=self.dir)
 
     def metrics(self) -> str:
         with urllib.request.urlopen(self.metrics_url, timeout=10) as response:
             return response.read().decode()
 
     def stop(self, timeout: float = 60) -> None:
-        stop_group(self.process, timeout)
+        self.server.stop(timeout)

@@ -20,7 +20,7 @@ __all__ = ["DASHBOARD_CONFIGMAPS_FILE", "DASHBOARD_PROVIDER_FILE", "INHIBIT_FILE
 
 RULES_FILE = "alerts/cdcwatch.rules.yml"
 RULES_TEST_FILE = "alerts/cdcwatch.rules.test.yml"
-INHIBIT_FILE = "alerts/alertmanager-inhibit.yml"
+INHIBIT_FILE = "alertmanager/cdcwatch-inhibit.yml"
 PROMETHEUS_RULE_FILE = "kubernetes/prometheusrule.yaml"
 DASHBOARD_CONFIGMAPS_FILE = "kubernetes/grafana-dashboards.yaml"
 DASHBOARD_PROVIDER_FILE = "dashboards/provisioning/cdcwatch.yaml"

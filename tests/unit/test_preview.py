@@ -3,11 +3,10 @@ included) is resolved before a query is sent, and each dashboard becomes a PNG o
 
 from __future__ import annotations
 
-import json
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,12 @@ import pytest
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 from cdcwatch.mixin.preview import render_preview
+from tests.stand_ins import JsonHandler
 
 pytestmark = pytest.mark.preview  # plots with matplotlib (the preview extra)
 
 
-class _Prometheus(BaseHTTPRequestHandler):
+class _Prometheus(JsonHandler):
     queries: list[str] = []
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
@@ -33,14 +33,7 @@ class _Prometheus(BaseHTTPRequestHandler):
             data = {"resultType": "matrix", "result": [
                 {"metric": {"query": "apply", "server": "inventory"},
                  "values": [[start + i * (end - start) / 10, str(i * 40)] for i in range(11)]}]}
-        body = json.dumps({"status": "success", "data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json({"status": "success", "data": data})
 
 
 @pytest.fixture
