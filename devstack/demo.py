@@ -299,6 +299,11 @@ def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
                 self.end_headers()
                 self.wfile.write(json.dumps({"at": at}).encode())
             except Exception as exc:  # the scenario client prints it
+                if parts[0] == "inject":  # a half-injected fault must not outlive the request
+                    try:
+                        scenario.recover(stack)
+                    except Exception as again:
+                        exc = RuntimeError(f"{exc}; recovering failed too: {again}")
                 self.send_response(500)
                 self.end_headers()
                 self.wfile.write(str(exc).encode())

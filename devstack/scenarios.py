@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +49,40 @@ SLACK_SECONDS = 10.0
 (1 s) and the webhook, on a busy 2-core machine."""
 
 
-def _kill_connect(stack: Any) -> float:
-    """kill -9 the worker once changes reached Kafka after its last offset flush: those are re-delivered."""
-    from devstack.procs import wait_for
+def _changed(path: Path) -> Callable[[], bool]:
+    before = path.stat().st_mtime if path.exists() else 0.0
+    return lambda: path.exists() and path.stat().st_mtime > before
+
+
+def _changes_beyond(stack: Any, offset: int) -> bool:
+    return bool(stack.broker.end_offset(CHANGES_TOPIC) >= offset)
+
+
+def _kill_connect(stack: Any, attempts: int = 3) -> float:
+    """kill -9 the worker once changes reached Kafka after its last offset flush: those are re-delivered.
+
+    The kill must fall between two flushes; when a flush slips in first (a busy machine), the worker is
+    started again and the next flush is awaited, so the stack is never left without its worker.
+    """
+    from devstack.procs import StackError, wait_for
 
     offsets = stack.connect.offsets_file
-    flushed = offsets.stat().st_mtime if offsets.exists() else 0.0
-    wait_for(lambda: offsets.exists() and offsets.stat().st_mtime > flushed, 90, "an offset flush of the worker")
-    flushed = offsets.stat().st_mtime
-    written = stack.broker.end_offset(CHANGES_TOPIC)
-    wait_for(lambda: stack.broker.end_offset(CHANGES_TOPIC) >= written + 10, 60,
-             "ten changes in Kafka after the flush")
-    stack.connect.kill()
-    if offsets.stat().st_mtime != flushed:
-        raise RuntimeError("the worker flushed its offsets again before the kill: nothing to re-deliver, try again")
-    return time.time()
+    interval = stack.connect.offset_flush_ms / 1000
+    for _ in range(attempts):
+        wait_for(_changed(offsets), interval * 3, "an offset flush of the worker")
+        flushed, seen = offsets.stat().st_mtime, time.monotonic()
+        written = stack.broker.end_offset(CHANGES_TOPIC)
+        try:
+            wait_for(partial(_changes_beyond, stack, written + 10), interval / 2, "ten changes in Kafka after the flush")
+        except StackError:
+            continue  # the connector is slow right now: try after the next flush
+        if time.monotonic() - seen > interval / 2:
+            continue
+        stack.connect.kill()
+        if offsets.stat().st_mtime == flushed:
+            return time.time()
+        stack.connect.start()  # a flush came first: nothing to re-deliver
+    raise RuntimeError(f"no kill fell between two offset flushes in {attempts} attempts: nothing to re-deliver")
 
 
 def _signal_apply(signum: int) -> Callable[[Any], None]:

@@ -32,10 +32,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("demo")
-    workdir.chmod(0o755)
+def start_demo(workdir: Path) -> tuple[subprocess.Popen, dict, Path]:
     log = workdir / "demo.out"
     process = subprocess.Popen([DEMO], cwd=workdir, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL)
@@ -46,11 +43,32 @@ def demo(tmp_path_factory):
         return "ready:" in log.read_text()
 
     wait_for(ready, 400, "the demo to be ready", interval=1)
-    state = json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text())
-    yield workdir, process, state, log
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        process.wait(120)
+    return process, json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text()), log
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    """One demo for the module; a test that stopped it (Ctrl-C) leaves the next one a fresh start."""
+    workdir = tmp_path_factory.mktemp("demo")
+    workdir.chmod(0o755)
+    current: list[tuple[subprocess.Popen, dict, Path]] = []
+
+    def running() -> tuple[Path, subprocess.Popen, dict, Path]:
+        if not current or current[-1][0].poll() is not None:
+            current.append(start_demo(workdir))
+        process, state, log = current[-1]
+        return workdir, process, state, log
+
+    yield running
+    for process, _, _ in current:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(120)
+
+
+@pytest.fixture
+def demo(demo_runs):
+    return demo_runs()
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
