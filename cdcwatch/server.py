@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from cdcwatch import __version__
 from cdcwatch.exporter import Exporter
+from cdcwatch.exposition import metrics_app
 from cdcwatch.web import WebConfig, require_basic_auth, server_ssl_context
 
 __all__ = ["build_app", "make_http_server"]
@@ -29,7 +30,7 @@ def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
     """A WSGI app serving the exporter's metrics."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(exporter)
-    metrics = make_wsgi_app(registry)
+    metrics = metrics_app(registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
