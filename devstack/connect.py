@@ -40,6 +40,8 @@ class ConnectWorker:
         self.users = users or {}
         self.group = group
         self.plugins: tuple[str, ...] | None = None
+        self.jvm_args: list[str] = []
+        """More JVM flags (a `-javaagent:` for a benchmark's peer)."""
         """Plugin folders of `jvm/plugins` to offer (None: all); a connector whose plugin is left out fails."""
         self.server = ServerProcess("the Kafka Connect worker", state_dir / "worker.out")
 
@@ -118,7 +120,7 @@ class ConnectWorker:
                "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false",
                "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1"]
         main = f"org.apache.kafka.connect.cli.Connect{'Standalone' if self.connectors else 'Distributed'}"
-        command = [require_binary("java", "openjdk-17-jre-headless"), "-Xmx768m", "-Xms128m", "-XX:+UseSerialGC", *jmx,
+        command = [require_binary("java", "openjdk-17-jre-headless"), "-Xmx768m", "-Xms128m", "-XX:+UseSerialGC", *jmx, *self.jvm_args,
                    *self._security_flags(), f"-Dlog4j2.configurationFile={log4j2_config(self.dir, 'worker')}",
                    "-cp", f"{jvm_dir('connect')}/*", main, str(worker), *files]
         self.server.start(command, lambda: port_open(self.rest_port) and self.get("/") is not None, timeout, cwd=self.dir)

@@ -1,0 +1,198 @@
+"""Debezium MBeans of one Kafka Connect JVM: cdcwatch next to prometheus/jmx_exporter, in one run.
+
+A Kafka Connect 4 worker runs the released Debezium PostgreSQL connector(s) against a local
+PostgreSQL (snapshot + streaming beans), with jmx_prometheus_javaagent attached to the same JVM and
+the debezium-examples rules (debezium beans only, as that project ships them). Timed, interleaved:
+- cdcwatch's collection in this process (JPype backend), the figure the target speaks of;
+- a full `/metrics` scrape of `cdcwatch serve` (its own process) over HTTP;
+- a full `/metrics` scrape of the agent over HTTP (its in-process JMX read + rendering).
+Every timed cdcwatch scrape must read `cdcwatch_up 1` exactly. Then, with the source idle, the
+values both export are compared. Prints p50/p95 of each, the ratio, the exporter's RSS, and the
+targets as met or not; writes docs/bench/jmx_peer.png.
+
+Targets: one connector's collection <= 10 ms p50 and no slower than the agent's scrape; exporter
+RSS <= 200 MB.
+
+    .venv/bin/python bench/jmx_peer.py [--connectors 1] [--scrapes 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.plots import save_timings  # noqa: E402
+from devstack.connect import ConnectWorker  # noqa: E402
+from devstack.debezium import postgres_connector_properties  # noqa: E402
+from devstack.kafka import KafkaBroker  # noqa: E402
+from devstack.postgres import PostgresServer  # noqa: E402
+from devstack.procs import free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
+from tests.integration.conftest import parse, value  # noqa: E402
+
+TARGET_COLLECT_SECONDS = 0.010
+TARGET_RSS_MIB = 200.0
+
+AGENT_RULES = """\
+startDelaySeconds: 0
+lowercaseOutputName: false
+lowercaseOutputLabelNames: false
+includeObjectNames: ["debezium.*:*"]
+rules:
+- pattern: "debezium.([^:]+)<type=connector-metrics, context=([^,]+), server=([^,]+), key=([^>]+)><>RowsScanned"
+  name: "debezium_metrics_RowsScanned"
+  labels: {plugin: "$1", name: "$3", context: "$2", table: "$4"}
+- pattern: "debezium.([^:]+)<type=connector-metrics, server=([^,]+), task=([^,]+), context=([^,]+), database=([^>]+)>([^:]+)"
+  name: "debezium_metrics_$6"
+  labels: {plugin: "$1", name: "$2", task: "$3", context: "$4", database: "$5"}
+- pattern: "debezium.([^:]+)<type=connector-metrics, server=([^,]+), task=([^,]+), context=([^>]+)>([^:]+)"
+  name: "debezium_metrics_$5"
+  labels: {plugin: "$1", name: "$2", task: "$3", context: "$4"}
+- pattern: "debezium.([^:]+)<type=connector-metrics, context=([^,]+), server=([^>]+)>([^:]+)"
+  name: "debezium_metrics_$4"
+  labels: {plugin: "$1", name: "$3", context: "$2"}
+"""
+"""The rules of debezium-examples' monitoring/debezium-jmx-exporter/config.yml, restricted to the Debezium beans."""
+
+COMPARED = {  # jmx_exporter attribute -> cdcwatch metric (same unit: counts and flags)
+    "TotalNumberOfEventsSeen": "cdcwatch_debezium_events_seen_total",
+    "NumberOfCommittedTransactions": "cdcwatch_debezium_committed_transactions_total",
+    "QueueTotalCapacity": "cdcwatch_debezium_queue_capacity",
+    "Connected": "cdcwatch_debezium_connected",
+}
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def p95(samples: list[float]) -> float:
+    return sorted(samples)[int(0.95 * (len(samples) - 1))]
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return response.read().decode()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--connectors", type=int, default=1, help="Debezium connectors in the one worker")
+    parser.add_argument("--scrapes", type=int, default=25)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-jmx-"))
+    base.chmod(0o755)
+    agent_port = free_port()
+    (base / "agent.yml").write_text(AGENT_RULES, encoding="utf-8")
+    agent_jar = next(jvm_dir("jmx-exporter").glob("jmx_prometheus_javaagent-*.jar"))
+    pg = PostgresServer(base / "pg", free_port())
+    broker = KafkaBroker(base / "broker")
+    connectors = {}
+    running: list = []
+    serve = None
+    try:
+        pg.start()
+        running.append(pg)
+        pg.sql("CREATE TABLE customers (id int PRIMARY KEY, name text);"
+               "INSERT INTO customers SELECT g, 'c' || g FROM generate_series(1, 5000) g;")
+        broker.start()
+        running.append(broker)
+        for n in range(args.connectors):
+            properties = postgres_connector_properties(base, pg.port, f"bench{n}", "public.customers", slot=f"bench_slot_{n}")
+            for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms",
+                                "errors.max.retries"):
+                properties.pop(engine_only)
+            connectors[f"bench{n}-connector"] = properties
+        worker = ConnectWorker(base / "connect", broker.bootstrap, connectors)
+        worker.jvm_args = [f"-javaagent:{agent_jar}=127.0.0.1:{agent_port}:{base / 'agent.yml'}"]
+        worker.start()
+        running.append(worker)
+        agent_url = f"http://127.0.0.1:{agent_port}/metrics"
+        wait_for(lambda: fetch(agent_url).count('context="streaming"') > 0 and
+                 all(f'name="bench{n}"' in fetch(agent_url) for n in range(args.connectors)), 180,
+                 "every connector's streaming bean in the agent's output")
+
+        port = free_port()
+        config = base / "cdcwatch.yml"
+        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n  - name: connect\n"
+                          f"    timeout_seconds: 30\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
+        serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(config)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: port_open(port), 60, "cdcwatch serve")
+        serve_url = f"http://127.0.0.1:{port}/metrics"
+
+        from cdcwatch.config import Config
+        from cdcwatch.exporter import build_collectors
+
+        collector = build_collectors(Config.model_validate(
+            {"targets": [{"name": "connect", "jmx": {"host": "127.0.0.1", "port": worker.jmx_port}}]}))[0].collector
+        collector.collect()  # warm-up: connection, first class loads
+
+        def scrape_serve() -> None:
+            if value(parse(fetch(serve_url)), "cdcwatch_up", collector="debezium", target="connect") != 1:
+                raise RuntimeError("cdcwatch_up is not 1: the timed scrape did not reach the connector")
+
+        fetch(serve_url), fetch(agent_url)
+        timings: dict[str, list[float]] = {"cdcwatch collection (in process)": [], "cdcwatch serve /metrics": [],
+                                           "jmx_exporter agent /metrics": []}
+        for _ in range(args.scrapes):  # interleaved: all three see the same machine noise
+            timings["cdcwatch collection (in process)"].append(timed(collector.collect))
+            timings["cdcwatch serve /metrics"].append(timed(scrape_serve))
+            timings["jmx_exporter agent /metrics"].append(timed(lambda: fetch(agent_url)))
+
+        # values: with the source idle, both read the same beans a moment apart
+        ours, theirs = parse(fetch(serve_url)), parse(fetch(agent_url))
+        mismatches, compared = [], 0
+        for attribute, metric in COMPARED.items():
+            for n in range(args.connectors):
+                peer = value(theirs, f"debezium_metrics_{attribute}", name=f"bench{n}", context="streaming")
+                mine = value(ours, metric, server=f"bench{n}", context="streaming")
+                if peer is None or mine is None:
+                    mismatches.append(f"{attribute} of bench{n}: agent {peer}, cdcwatch {mine}")
+                    continue
+                compared += 1
+                if peer != mine:
+                    mismatches.append(f"{attribute} of bench{n}: agent {peer}, cdcwatch {mine}")
+        rss = rss_mib(serve.pid)
+        print(f"{args.connectors} connector(s) in one Kafka Connect JVM, {args.scrapes} interleaved rounds")
+        for name, samples in timings.items():
+            print(f"  {name:<34} p50 {statistics.median(samples) * 1000:7.1f} ms   p95 {p95(samples) * 1000:7.1f} ms")
+        collect_p50 = statistics.median(timings["cdcwatch collection (in process)"])
+        agent_p50 = statistics.median(timings["jmx_exporter agent /metrics"])
+        serve_p50 = statistics.median(timings["cdcwatch serve /metrics"])
+        print(f"  agent / cdcwatch serve p50: {agent_p50 / serve_p50:.2f}x; cdcwatch serve RSS {rss:.0f} MiB")
+        print(f"  values compared: {compared}, differing or missing: {len(mismatches)}")
+        for line in mismatches:
+            print(f"    {line}")
+        checks = {
+            f"collection p50 <= {TARGET_COLLECT_SECONDS * 1000:.0f} ms": collect_p50 <= TARGET_COLLECT_SECONDS,
+            "cdcwatch serve no slower than the agent (p50)": serve_p50 <= agent_p50,
+            f"RSS <= {TARGET_RSS_MIB:.0f} MiB": rss <= TARGET_RSS_MIB,
+            "values equal": not mismatches,
+        }
+        for check, met in checks.items():
+            print(f"  {check}: {'MET' if met else 'NOT MET'}")
+        plot = save_timings("jmx_peer", f"Debezium MBeans of {args.connectors} connector(s), one Connect JVM",
+                            {k: [t * 1000 for t in v] for k, v in timings.items()})
+        if plot:
+            print(f"  plot: {plot}")
+        return 0 if all(checks.values()) else 1
+    finally:
+        if serve is not None:
+            serve.terminate()
+            serve.wait(30)
+        for component in reversed(running):
+            component.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
