@@ -1,4 +1,4 @@
-"""The `cdcwatch` command."""
+"""The `cdcwatch` command: the flags are parsed here, the work is done by the modules it calls (`serve`: server.py)."""
 
 from __future__ import annotations
 
