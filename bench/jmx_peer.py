@@ -79,6 +79,12 @@ def p95(samples: list[float]) -> float:
     return sorted(samples)[int(0.95 * (len(samples) - 1))]
 
 
+def sample(values: dict, metric: str, labels: dict[str, str]) -> float | None:
+    """The one sample of `metric` whose labels include `labels` (jmx_exporter's labels include `name`)."""
+    found = [v for (n, ls), v in values.items() if n == metric and set(labels.items()) <= set(ls)]
+    return found[0] if len(found) == 1 else None
+
+
 def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=60) as response:
         return response.read().decode()
@@ -154,7 +160,7 @@ def main() -> int:
         mismatches, compared = [], 0
         for attribute, metric in COMPARED.items():
             for n in range(args.connectors):
-                peer = value(theirs, f"debezium_metrics_{attribute}", name=f"bench{n}", context="streaming")
+                peer = sample(theirs, f"debezium_metrics_{attribute}", {"name": f"bench{n}", "context": "streaming"})
                 mine = value(ours, metric, server=f"bench{n}", context="streaming")
                 if peer is None or mine is None:
                     mismatches.append(f"{attribute} of bench{n}: agent {peer}, cdcwatch {mine}")

@@ -1,15 +1,12 @@
-"""The `cdcwatch` command."""
+"""The `cdcwatch` command: the flags are parsed here, the work is done by the modules it calls (`serve`: server.py)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,11 +23,9 @@ from cdcwatch.config import (
 )
 from cdcwatch.exporter import Exporter
 from cdcwatch.mixin import MixinConfig, load_mixin_config, write_files
-from cdcwatch.mixin.dashboards import build_dashboards
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.mixin.preview import render_preview
-from cdcwatch.reload import ConfigReloader
-from cdcwatch.server import make_http_server
+from cdcwatch.server import ListenError, serve
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.apply import ApplySettings, KafkaSourceMissing, run_apply
 from cdcwatch.web import load_web_config
@@ -49,8 +44,9 @@ it sees as Prometheus metrics.
   cdcwatch apply --bootstrap-servers B --subscribe-pattern P --target DSN --checkpoint DIR
                                          the reference Spark apply job, listener attached
   cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
-  cdcwatch dashboards generate|preview   write the Grafana dashboards, or render them from Prometheus
-  cdcwatch mixin generate                write alerts/, dashboards/ and kubernetes/ (what the repository commits)
+  cdcwatch mixin generate                write alerts/, alertmanager/, dashboards/, kubernetes/ and the
+                                         README's references (what the repository commits)
+  cdcwatch dashboards preview            render the dashboards' panels from a Prometheus
 
 The config file is YAML; see the README's configuration reference.
 """
@@ -113,21 +109,20 @@ def _parser() -> argparse.ArgumentParser:
     alerts = commands.add_parser("alerts", help="print the alert and recording rules (YAML)")
     alerts.add_argument("--config", help="mixin config: selectors, thresholds, for durations (YAML)")
 
-    boards = commands.add_parser("dashboards", help="write or preview the Grafana dashboards")
+    boards = commands.add_parser("dashboards", help="preview the Grafana dashboards (`mixin generate` writes them)")
     board_commands = boards.add_subparsers(dest="action", required=True, metavar="ACTION")
-    generate = board_commands.add_parser("generate", help="write the dashboards' JSON")
-    generate.add_argument("--config", help="mixin config (YAML)")
-    generate.add_argument("--out", default="dashboards", help="directory to write to")
     preview = board_commands.add_parser("preview", help="render every panel from a Prometheus server into PNGs + one HTML page")
     preview.add_argument("--prometheus", required=True, help="Prometheus base URL, e.g. http://127.0.0.1:9090")
     preview.add_argument("--config", help="mixin config (YAML)")
     preview.add_argument("--out", default="dashboard-preview", help="directory for the PNGs and index.html")
     preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
 
-    mixin = commands.add_parser("mixin", help="write alerts/, dashboards/ and kubernetes/ from the mixin config")
+    mixin = commands.add_parser("mixin", help="write every generated file: rules, their tests, inhibitions, dashboards, "
+                                "Kubernetes objects, the README's references")
     mixin.add_argument("action", choices=["generate"])
     mixin.add_argument("--config", help="mixin config (YAML)")
-    mixin.add_argument("--out", default=".", help="repository root to write under")
+    mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/, dashboards/ and kubernetes/ "
+                       "under; its README.md's references are rewritten when it has them")
 
     return parser
 
@@ -155,47 +150,15 @@ def _serve(args: argparse.Namespace) -> int:
     if args.web_listen_address:
         host, port = listen_override(args.web_listen_address)
         address = host or "0.0.0.0"
-    web_file = args.web_config_file or config.listen.web_config_file
-    web = None
-    if web_file:
-        try:
-            web = load_web_config(web_file)
-        except ValueError as exc:
-            print(f"cdcwatch: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-    exporter = Exporter.from_config(config)
-    try:
-        server = make_http_server(address, port, exporter, web, Path(web_file).parent if web_file else None)
-    except OSError as exc:
-        print(f"cdcwatch: cannot listen on {address}:{port}: {exc.strerror}", file=sys.stderr)
-        exporter.close()
-        return EXIT_CONFIG
-    stop = threading.Event()
-
-    def shutdown(signum: int, frame: object) -> None:
-        stop.set()
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    reloader = ConfigReloader(args.config, exporter, config)
-    signal.signal(signal.SIGHUP, lambda *_: threading.Thread(target=reloader.reload, daemon=True).start())
-    if args.config_watch_interval:
-        threading.Thread(target=reloader.watch, args=(stop, args.config_watch_interval), name="cdcwatch-config-watch",
-                         daemon=True).start()
-    host = f"[{address}]" if ":" in address else address
-    logging.info("cdcwatch %s serving http://%s:%d/metrics (reload: SIGHUP%s)", __version__, host, port,
-                 f" or edit {args.config}" if args.config_watch_interval else "")
-    try:
-        server.serve_forever(poll_interval=0.5)
-    finally:
-        server.server_close()
-        exporter.close()
+    serve(args.config, config, address, port, args.web_config_file or config.listen.web_config_file,
+          args.config_watch_interval)
     return EXIT_OK
 
 
 def _check(args: argparse.Namespace) -> int:
     config = _load(args.config, args.log_level)
+    if config.listen.web_config_file:  # what `serve` would refuse, `check` refuses too
+        load_web_config(config.listen.web_config_file)
     exporter = Exporter.from_config(config)
     try:
         results = exporter.scrape()
@@ -261,16 +224,7 @@ def _alerts(args: argparse.Namespace) -> int:
 
 
 def _dashboards(args: argparse.Namespace) -> int:
-    config = _mixin_config(args.config)
-    if args.action == "generate":
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, model in build_dashboards(config).items():
-            (out / name).write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            print(out / name)
-        return EXIT_OK
-    index = render_preview(args.prometheus, config, Path(args.out), args.range)
-    print(index)
+    print(render_preview(args.prometheus, _mixin_config(args.config), Path(args.out), args.range))
     return EXIT_OK
 
 
@@ -281,14 +235,19 @@ def _mixin(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; exit at once afterwards if a JVM was started (its threads would hold the exit)."""
-    code = _run(argv)
+    """Run the command and return its exit code (callable in-process, e.g. by tests)."""
+    return _run(argv)
+
+
+def console_main() -> None:
+    """The `cdcwatch` command: exits at once after the command if a JVM was started (its threads would hold the exit)."""
+    code = main()
     if "jpype" in sys.modules and sys.modules["jpype"].isJVMStarted():
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()
         os._exit(code)
-    return code
+    sys.exit(code)
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -301,10 +260,10 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_CONFIG
     try:
         return handlers[args.command](args)
-    except ConfigError as exc:
+    except (ConfigError, ListenError) as exc:
         print(f"cdcwatch: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

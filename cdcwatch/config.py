@@ -1,4 +1,5 @@
-"""The YAML configuration: loaded once, `${ENV}`-interpolated, validated into typed objects.
+"""The YAML configuration: loaded once, `${ENV}`-interpolated, validated into typed objects; and the one
+YAML loader (`load_yaml_model`) the web config and the mixin config are read with too.
 
 Every problem is reported as one line naming its key path (``targets[1].jmx.port: expected an
 integer``); values are never echoed, so secrets cannot leak through an error message.
@@ -9,8 +10,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -39,7 +41,9 @@ __all__ = [
     "StatusSettings",
     "TargetConfig",
     "load_config",
+    "load_yaml_model",
     "parse_config",
+    "parse_yaml_model",
 ]
 
 DEFAULT_PORT = 10121
@@ -63,7 +67,9 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be used; `problems` holds one line per fault."""
+    """A configuration file (or flag) that cannot be used; `problems` holds one line per fault, each naming its
+    key path, and the message is a header naming the file followed by those lines. The one error type of every
+    configuration cdcwatch reads: the commands exit 2 with its message, without a traceback."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
@@ -314,6 +320,10 @@ class Config(_Strict):
 
 
 # --- loading ---------------------------------------------------------------------------------
+# One loader for every YAML file cdcwatch reads (this configuration, the web config, the mixin config):
+# YAML into a pydantic model, every fault reported as one ConfigError line naming its key path.
+
+Model = TypeVar("Model", bound=BaseModel)
 
 _TYPE_MESSAGES = {
     "int_type": "expected an integer",
@@ -327,8 +337,10 @@ _TYPE_MESSAGES = {
     "dict_type": "expected a mapping",
     "list_type": "expected a list",
     "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
     "missing": "required key is missing",
     "extra_forbidden": "unknown key",
+    "invalid_key": "keys must be strings",
 }
 
 
@@ -355,7 +367,15 @@ def _message(error: ErrorDetails) -> str:
     return error["msg"][0].lower() + error["msg"][1:]
 
 
-def _interpolate(node: Any, loc: tuple[int | str, ...], env: dict[str, str], problems: list[str]) -> Any:
+def _problem(error: ErrorDetails) -> str:
+    """`key.path: what is wrong`; a non-string key is named by the mapping that holds it."""
+    loc = tuple(error["loc"])
+    if error["type"] == "invalid_key":
+        loc = loc[:-1]
+    return f"{_path(loc)}: {_message(error)}"
+
+
+def _interpolate(node: Any, loc: tuple[int | str, ...], env: Mapping[str, str], problems: list[str]) -> Any:
     """Replace ``${VAR}`` / ``${VAR:-default}`` in every string of the parsed YAML tree."""
     if isinstance(node, dict):
         return {k: _interpolate(v, (*loc, str(k)), env, problems) for k, v in node.items()}
@@ -376,8 +396,13 @@ def _interpolate(node: Any, loc: tuple[int | str, ...], env: dict[str, str], pro
     return _ENV_REF.sub(replace, node)
 
 
-def parse_config(text: str, source: str = "<config>", env: dict[str, str] | None = None) -> Config:
-    """Parse and validate YAML text; raise ConfigError listing every fault."""
+def parse_yaml_model(text: str, model: type[Model], source: str, env: Mapping[str, str] | None = None) -> Model:
+    """YAML text validated into `model`; an empty document is an empty mapping (every default).
+
+    With `env`, ``${VAR}`` and ``${VAR:-default}`` in strings are resolved from it first; without, strings are
+    taken as written. Raises ConfigError with one line per fault: YAML syntax (line and column), a document
+    that is no mapping, an unknown key, a wrong type or value, a missing key, each named by its key path.
+    """
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -391,23 +416,34 @@ def parse_config(text: str, source: str = "<config>", env: dict[str, str] | None
         raise ConfigError(source, ["(top level): expected a mapping"])
     if any(not isinstance(k, str) for k in raw):
         raise ConfigError(source, ["(top level): keys must be strings"])
-    problems: list[str] = []
-    data = _interpolate(raw, (), dict(os.environ) if env is None else env, problems)
-    if problems:
-        raise ConfigError(source, problems)
+    data = raw
+    if env is not None:
+        problems: list[str] = []
+        data = _interpolate(raw, (), env, problems)
+        if problems:
+            raise ConfigError(source, problems)
     try:
-        return Config.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{_path(e['loc'])}: {_message(e)}" for e in exc.errors(include_input=False)]
-        raise ConfigError(source, lines) from None
+        raise ConfigError(source, [_problem(e) for e in exc.errors(include_input=False)]) from None
 
 
-def load_config(path: str | Path, env: dict[str, str] | None = None) -> Config:
-    """Read and validate a configuration file."""
+def load_yaml_model(path: str | Path, model: type[Model], env: Mapping[str, str] | None = None) -> Model:
+    """A YAML file validated into `model` (see parse_yaml_model); a file that cannot be read is a ConfigError too."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(str(path), [f"cannot read file: {exc.strerror}"]) from None
     except UnicodeDecodeError:
         raise ConfigError(str(path), ["file is not UTF-8 text"]) from None
-    return parse_config(text, str(path), env)
+    return parse_yaml_model(text, model, str(path), env)
+
+
+def parse_config(text: str, source: str = "<config>", env: Mapping[str, str] | None = None) -> Config:
+    """Parse and validate YAML text, ``${VAR}`` resolved from `env` (default: the process environment)."""
+    return parse_yaml_model(text, Config, source, os.environ if env is None else env)
+
+
+def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a configuration file, ``${VAR}`` resolved from `env` (default: the process environment)."""
+    return load_yaml_model(path, Config, os.environ if env is None else env)

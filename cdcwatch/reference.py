@@ -1,6 +1,7 @@
 """Generated Markdown references: metrics from the mapping table, configuration from the models.
 
-The README embeds both between markers; a test regenerates them and fails on any drift.
+The README embeds both between markers (`<!-- metrics-reference:start -->` ... `<!-- metrics-reference:end -->`);
+`cdcwatch mixin generate` rewrites them (`with_references`), and a test fails on any drift.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from cdcwatch.postgres.slots import SLOT_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.metrics import SPARK_METRICS
 
-__all__ = ["config_reference", "metric_types", "metrics_reference"]
+__all__ = ["config_reference", "has_references", "metric_types", "metrics_reference", "with_references"]
 
 _BEAN_LABELS = "target, plugin, server, context (+ task, database, custom tags, static labels)"
 _KAFKA_LABELS = "target (the cluster name) and the cluster's static labels"
@@ -136,3 +137,21 @@ def config_reference() -> str:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     _model_rows(Config, "", rows)
     return "\n".join(rows) + "\n"
+
+
+_REFERENCES = {"config-reference": config_reference, "metrics-reference": metrics_reference}
+
+
+def has_references(text: str) -> bool:
+    """Whether Markdown `text` holds the markers of a reference."""
+    return any(f"<!-- {name}:start -->" in text for name in _REFERENCES)
+
+
+def with_references(text: str) -> str:
+    """Markdown `text` with what stands between each reference's start and end markers generated anew."""
+    for name, reference in _REFERENCES.items():
+        start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
+        head, found, rest = text.partition(start)
+        if found and end in rest:
+            text = head + start + reference() + end + rest.partition(end)[2]
+    return text

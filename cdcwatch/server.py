@@ -1,10 +1,16 @@
-"""The HTTP(S) endpoint: `/metrics`, a landing page at `/`, 404 elsewhere; TLS and basic auth per web config."""
+"""`cdcwatch serve` once its flags are read: the HTTP(S) endpoint (`/metrics`, a landing page at `/`, 404
+elsewhere; TLS and basic auth per web config) and what acts on it while it runs: SIGHUP and the config file
+watcher reload the configuration, SIGTERM and SIGINT stop serving."""
 
 from __future__ import annotations
 
+import logging
+import signal
 import socket
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 from wsgiref.simple_server import WSGIServer, make_server
 
@@ -12,11 +18,15 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from cdcwatch import __version__
+from cdcwatch.config import Config
 from cdcwatch.exporter import Exporter
 from cdcwatch.exposition import metrics_app
-from cdcwatch.web import WebConfig, require_basic_auth, server_ssl_context
+from cdcwatch.reload import ConfigReloader
+from cdcwatch.web import WebConfig, load_web_config, require_basic_auth, server_ssl_context
 
-__all__ = ["build_app", "make_http_server"]
+__all__ = ["ListenError", "Service", "build_app", "make_http_server", "serve"]
+
+log = logging.getLogger("cdcwatch")
 
 _LANDING = f"""<!doctype html>
 <html><head><title>cdcwatch</title></head>
@@ -62,3 +72,83 @@ def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig
         context = server_ssl_context(web.tls_server_config, web_dir or Path("."))
         server.socket = context.wrap_socket(server.socket, server_side=True)
     return server
+
+
+class ListenError(Exception):
+    """The endpoint cannot listen where it was told to (address taken, no permission, no such address)."""
+
+
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+class Service:
+    """The exporter behind its HTTP endpoint, with the configuration reloader beside it.
+
+    Construction reads the web config (ConfigError) and binds the endpoint (ListenError), so a bad setup fails
+    before anything serves. `run()` serves until `shutdown()`, which SIGTERM and SIGINT call; SIGHUP reloads the
+    configuration file, and so does a change of its content when `watch_interval` is not 0 (see ConfigReloader).
+    """
+
+    def __init__(self, config_path: str | Path, config: Config, address: str, port: int,
+                 web_config_file: str | None = None, watch_interval: float = 0.0) -> None:
+        web = load_web_config(web_config_file) if web_config_file else None
+        self.config_path = Path(config_path)
+        self.watch_interval = watch_interval
+        self.exporter = Exporter.from_config(config)
+        try:
+            self.server = make_http_server(address, port, self.exporter, web,
+                                           Path(web_config_file).parent if web_config_file else None)
+        except OSError as exc:
+            self.exporter.close()
+            raise ListenError(f"cannot listen on {address}:{port}: {exc.strerror}") from None
+        self.address = address
+        self.reloader = ConfigReloader(config_path, self.exporter, config)
+        self.stopping = threading.Event()
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the one asked for, or the one the system chose for 0)."""
+        return int(self.server.server_port)
+
+    def reload(self) -> None:
+        """Reload the configuration file in the background (a signal handler must not block)."""
+        threading.Thread(target=self.reloader.reload, name="cdcwatch-reload", daemon=True).start()
+
+    def shutdown(self) -> None:
+        """Stop serving: `run()` returns once the request in progress is answered. Safe from a signal handler."""
+        self.stopping.set()
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            self.reload()
+        else:
+            self.shutdown()
+
+    def run(self) -> None:
+        """Serve until shut down, with the signal handlers installed meanwhile (this must be the main thread);
+        then close the endpoint and the exporter and put the previous handlers back."""
+        previous: dict[signal.Signals, _Handler] = {}
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        try:
+            if self.watch_interval:
+                threading.Thread(target=self.reloader.watch, args=(self.stopping, self.watch_interval),
+                                 name="cdcwatch-config-watch", daemon=True).start()
+            host = f"[{self.address}]" if ":" in self.address else self.address
+            log.info("cdcwatch %s serving http://%s:%d/metrics (reload: SIGHUP%s)", __version__, host, self.port,
+                     f" or edit {self.config_path}" if self.watch_interval else "")
+            self.server.serve_forever(poll_interval=0.5)
+        finally:
+            self.stopping.set()
+            for restored, handler in previous.items():
+                signal.signal(restored, handler)
+            self.server.server_close()
+            self.exporter.close()
+
+
+def serve(config_path: str | Path, config: Config, address: str, port: int, web_config_file: str | None = None,
+          watch_interval: float = 0.0) -> None:
+    """`cdcwatch serve`: serve `config` until SIGTERM or SIGINT (see Service); ConfigError or ListenError first
+    when the web config is bad or the address cannot be bound."""
+    Service(config_path, config, address, port, web_config_file, watch_interval).run()

@@ -17,22 +17,17 @@ import base64
 import binascii
 import ctypes
 import hashlib
+import re
 import ssl
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import bcrypt
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from cdcwatch.config import ConfigError, load_yaml_model
 
 __all__ = ["TlsServerConfig", "WebConfig", "load_web_config", "require_basic_auth", "server_ssl_context"]
 
@@ -42,6 +37,15 @@ ClientAuth = Literal["NoClientCert", "RequestClientCert", "RequireAnyClientCert"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _bcrypt(hashed: str) -> str:
+    if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+        raise ValueError("the password is not a bcrypt hash")
+    return hashed
+
+
+BcryptHash = Annotated[str, AfterValidator(_bcrypt)]
 
 
 class TlsServerConfig(_Strict):
@@ -60,35 +64,51 @@ class TlsServerConfig(_Strict):
 
 class WebConfig(_Strict):
     tls_server_config: TlsServerConfig | None = None
-    basic_auth_users: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("basic_auth_users")
-    @classmethod
-    def _hashes(cls, users: dict[str, str]) -> dict[str, str]:
-        for user, hashed in users.items():
-            if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
-                raise ValueError(f"the password of {user!r} is not a bcrypt hash")
-        return users
+    basic_auth_users: dict[str, BcryptHash] = Field(default_factory=dict)
 
 
 def load_web_config(path: str | Path) -> WebConfig:
-    """The web config, checked: keys, types, bcrypt hashes, and that the TLS files load. ValueError otherwise."""
-    try:
-        document = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        web = WebConfig.model_validate(document)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"web config {path}: {exc}") from None
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False))
-        raise ValueError(f"web config {path}: {problems}") from None
-    if web.tls_server_config is not None:
+    """The web config, checked: keys, types, bcrypt hashes, and that the TLS files load (relative names are read
+    next to the web config). A ConfigError otherwise, one line per problem naming its key path."""
+    source = str(path)
+    web = load_yaml_model(path, WebConfig)
+    tls = web.tls_server_config
+    if tls is None:
+        return web
+    base = Path(path).parent
+    files = {"cert_file": tls.cert_file, "key_file": tls.key_file, "client_ca_file": tls.client_ca_file}
+    problems = []
+    for key, name in files.items():
+        if name is None:
+            continue
         try:
-            server_ssl_context(web.tls_server_config, Path(path).parent)
-        except (OSError, ssl.SSLError) as exc:
-            raise ValueError(f"web config {path}: TLS files do not load: {exc}") from None
-        except ValueError as exc:
-            raise ValueError(f"web config {path}: {exc}") from None
+            (base / name).read_bytes()
+        except OSError as exc:
+            problems.append(f"tls_server_config.{key}: cannot read {base / name}: {exc.strerror}")
+    if problems:
+        raise ConfigError(source, problems)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(base / tls.cert_file, base / tls.key_file)
+    except ssl.SSLError as exc:
+        problems.append(f"tls_server_config: cert_file and key_file are not a PEM certificate and its key: {_reason(exc)}")
+    if tls.client_ca_file:
+        try:
+            context.load_verify_locations(base / tls.client_ca_file)
+        except ssl.SSLError as exc:
+            problems.append(f"tls_server_config.client_ca_file: not PEM CA certificates: {_reason(exc)}")
+    if problems:
+        raise ConfigError(source, problems)
+    try:
+        server_ssl_context(tls, base)
+    except ValueError as exc:
+        raise ConfigError(source, [f"tls_server_config.client_auth_type: {exc}"]) from None
     return web
+
+
+def _reason(exc: ssl.SSLError) -> str:
+    """OpenSSL's reason, without the C source line: `[X509: KEY_VALUES_MISMATCH] key values mismatch`."""
+    return re.sub(r"\s*\(_ssl\.c:\d+\)$", "", str(exc.strerror or exc))
 
 
 def server_ssl_context(tls: TlsServerConfig, base: Path) -> ssl.SSLContext:

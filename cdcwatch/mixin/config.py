@@ -9,10 +9,9 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
-from cdcwatch.config import ConfigError
+from cdcwatch.config import load_yaml_model
 
 __all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Thresholds", "exact", "load_mixin_config"]
 
@@ -126,20 +125,6 @@ def exact(value: float) -> str:
 
 
 def load_mixin_config(path: str | Path | None) -> MixinConfig:
-    """The defaults, or a YAML file's overrides of them; a ConfigError lists each problem with its key path."""
-    if path is None:
-        return MixinConfig()
-    source = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(source, [f"cannot read: {exc.strerror}"]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(source, [f"not YAML: {where}{getattr(exc, 'problem', None) or exc}"]) from None
-    try:
-        return MixinConfig.model_validate({} if data is None else data)
-    except ValidationError as exc:
-        raise ConfigError(source, [f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}"
-                                   for e in exc.errors()]) from None
+    """The defaults, or a YAML file's overrides of them; a ConfigError lists each problem with its key path
+    (`cdcwatch.config.load_yaml_model`, the loader of every cdcwatch config file). `${...}` is taken as written."""
+    return MixinConfig() if path is None else load_yaml_model(path, MixinConfig)

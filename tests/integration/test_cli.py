@@ -13,6 +13,8 @@ from cdcwatch import __version__
 from devstack.procs import free_port, port_open
 from tests.integration.conftest import value
 
+pytestmark = pytest.mark.integration
+
 CLI = [sys.executable, "-m", "cdcwatch.cli"]
 
 

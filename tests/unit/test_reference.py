@@ -14,9 +14,9 @@ def section(text, name):
 
 def test_readme_metrics_reference_is_current():
     assert section(README.read_text(), "metrics-reference") == metrics_reference(), \
-        "README metrics reference is stale: run `python scripts/update_readme.py`"
+        "README metrics reference is stale: run `cdcwatch mixin generate`"
 
 
 def test_readme_config_reference_is_current():
     assert section(README.read_text(), "config-reference") == config_reference(), \
-        "README config reference is stale: run `python scripts/update_readme.py`"
+        "README config reference is stale: run `cdcwatch mixin generate`"
