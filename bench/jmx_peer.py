@@ -94,6 +94,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connectors", type=int, default=1, help="Debezium connectors in the one worker")
     parser.add_argument("--scrapes", type=int, default=25)
+    parser.add_argument("--profile", action="store_true", help="also print where cdcwatch's collection spends its time")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-jmx-"))
     base.chmod(0o755)
@@ -154,6 +155,14 @@ def main() -> int:
             timings["cdcwatch collection (in process)"].append(timed(collector.collect))
             timings["cdcwatch serve /metrics"].append(timed(scrape_serve))
             timings["jmx_exporter agent /metrics"].append(timed(lambda: fetch(agent_url)))
+
+        if args.profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.runcall(lambda: [collector.collect() for _ in range(20)])
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
         # values: with the source idle, both read the same beans a moment apart
         ours, theirs = parse(fetch(serve_url)), parse(fetch(agent_url))

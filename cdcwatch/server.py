@@ -56,21 +56,33 @@ def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
     return app
 
 
+CLIENT_TIMEOUT_SECONDS = 30.0
+"""How long one read or write to a client may wait: a client that stalls longer is disconnected."""
+
+
 def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig | None = None,
-                     web_dir: Path | None = None) -> WSGIServer:
-    """A threaded HTTP server bound to address:port (IPv4 or IPv6); HTTPS and basic auth per `web`."""
+                     web_dir: Path | None = None, client_timeout: float = CLIENT_TIMEOUT_SECONDS) -> WSGIServer:
+    """A threaded HTTP server bound to address:port (IPv4 or IPv6); HTTPS and basic auth per `web`.
+
+    Every connection has its own thread, and the TLS handshake happens there too (not in the accepting
+    thread), so a client that stalls, in the handshake, the request or reading the answer, holds up only
+    itself, and only for `client_timeout`.
+    """
     family, _, _, _, sockaddr = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
 
     class Server(ThreadingWSGIServer):
         address_family = family
 
+    class Handler(_SilentHandler):
+        timeout = client_timeout
+
     app = build_app(exporter)
     if web is not None and web.basic_auth_users:
         app = require_basic_auth(app, web.basic_auth_users)
-    server = make_server(str(sockaddr[0]), port, app, Server, handler_class=_SilentHandler)
+    server = make_server(str(sockaddr[0]), port, app, Server, handler_class=Handler)
     if web is not None and web.tls_server_config is not None:
         context = server_ssl_context(web.tls_server_config, web_dir or Path("."))
-        server.socket = context.wrap_socket(server.socket, server_side=True)
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     return server
 
 

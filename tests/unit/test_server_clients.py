@@ -1,0 +1,94 @@
+"""The endpoint under clients that misbehave: stalled connections, a stalled TLS handshake, a huge
+`Accept` header. Each holds up only itself, and only for the
+client timeout; every well-behaved scrape meanwhile is answered at once."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cdcwatch.exporter import Exporter
+from cdcwatch.server import make_http_server
+from cdcwatch.web import TlsServerConfig, WebConfig
+from devstack.procs import wait_for
+from devstack.tls import make_pki
+
+CLIENT_TIMEOUT = 1.0
+SCRAPE_TIMEOUT = 5.0
+"""A well-behaved scrape must be answered within this, however many clients stall (each stall is longer)."""
+
+
+def _serve(web: WebConfig | None = None) -> Iterator[int]:
+    server = make_http_server("127.0.0.1", 0, Exporter([]), web, client_timeout=CLIENT_TIMEOUT)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield int(server.server_port)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def port() -> Iterator[int]:
+    yield from _serve()
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
+    pki = make_pki(tmp_path / "pki")
+    web = WebConfig(tls_server_config=TlsServerConfig(cert_file=str(pki.cert("server")), key_file=str(pki.key("server"))))
+    for port in _serve(web):
+        yield port, ssl.create_default_context(cafile=str(pki.ca))
+
+
+def scrape(port: int, scheme: str = "http", context: ssl.SSLContext | None = None) -> bytes:
+    with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/metrics", timeout=SCRAPE_TIMEOUT, context=context) as answer:
+        assert answer.status == 200
+        return answer.read()
+
+
+def stalled(port: int, first_bytes: bytes) -> socket.socket:
+    client = socket.create_connection(("127.0.0.1", port), timeout=SCRAPE_TIMEOUT * 4)
+    client.sendall(first_bytes)
+    return client
+
+
+def closed_by_server(client: socket.socket) -> bool:
+    try:
+        return client.recv(65536) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_stalled_requests_hold_up_only_themselves(port: int) -> None:
+    clients = [stalled(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n") for _ in range(50)]
+    assert b"cdcwatch_build_info" in scrape(port)
+    for client in clients:  # each is cut off after the client timeout
+        wait_for(lambda c=client: closed_by_server(c), SCRAPE_TIMEOUT, "the server to drop a stalled client")
+
+
+def test_a_stalled_tls_handshake_holds_up_only_itself(tls: tuple[int, ssl.SSLContext]) -> None:
+    port, context = tls
+    silent = stalled(port, b"")  # connects, never sends a ClientHello
+    assert b"cdcwatch_build_info" in scrape(port, "https", context)
+    wait_for(lambda: closed_by_server(silent), SCRAPE_TIMEOUT, "the server to drop the silent client")
+
+
+def test_a_huge_accept_header_is_refused_and_serving_goes_on(port: int) -> None:
+    client = stalled(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: " + b"text/plain," * 100_000 + b"\r\n\r\n")
+    answer = client.recv(65536)
+    assert answer.startswith(b"HTTP/1.0 431") or answer.startswith(b"HTTP/1.1 431"), answer[:100]
+    assert b"cdcwatch_build_info" in scrape(port)
+
+
+def test_a_long_accept_list_is_negotiated(port: int) -> None:
+    accept = ",".join(["application/json;q=0.9"] * 2000 + ["text/plain;version=0.0.4"])
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Accept": accept})
+    with urllib.request.urlopen(request, timeout=SCRAPE_TIMEOUT) as answer:
+        assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert b"# TYPE cdcwatch_build_info" in answer.read()
