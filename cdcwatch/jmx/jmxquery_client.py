@@ -8,6 +8,8 @@ Its limits, which cdcwatch documents and tests:
   `LastEvent`; cdcwatch therefore asks for the mapped attributes one by one, in one call;
 - a timeout inside jmxquery returns an empty answer, so every call also reads
   `java.lang:type=Runtime/Uptime` and an answer without it counts as a failure;
+- it starts one JVM per call, so `query_many` sends every pattern of a collection in one call and
+  gives each bean to the patterns it matches;
 - the password is passed on the java command line (visible to local users in `ps`).
 """
 
