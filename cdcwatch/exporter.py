@@ -128,10 +128,18 @@ class Exporter:
         """Collect from `collectors` (with new limits, if given) from the next scrape on; the old ones close
         once their collections end.
 
-        Error counters of targets that stay carry on (counters never reset while cdcwatch runs).
+        Error counters of targets that stay carry on (counters never reset while cdcwatch runs), and so do the
+        counts a collector keeps itself: a new collector with an `inherit(previous)` method is handed the one
+        of the same kind and target it replaces.
         """
         with self._lock:
             old, in_flight, old_pool = self._collectors, list(self._in_flight.values()), self._pool
+            previous = {(s.collector.kind, s.collector.target): s.collector for s in old}
+            for scheduled in collectors:
+                inherit = getattr(scheduled.collector, "inherit", None)
+                prior = previous.get((scheduled.collector.kind, scheduled.collector.target))
+                if inherit is not None and prior is not None:
+                    inherit(prior)
             self._collectors = list(collectors)
             self._max_concurrency = max_concurrency or self._max_concurrency
             self._max_series = max_series or self._max_series

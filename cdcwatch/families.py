@@ -24,7 +24,8 @@ class MetricSpec:
 
     `name` is the sample name (a counter's ends in `_total`); `labels` are the labels a collector adds
     besides the ones every series of that collector carries (target and static labels); `unit` is the
-    name's unit suffix (seconds, bytes), empty for plain counts and states.
+    name's unit suffix (seconds, bytes), empty for plain counts and states; `source` says where the value
+    is read when the collector has several (REST or JMX, which bean), for the reference.
     """
 
     name: str
@@ -32,6 +33,7 @@ class MetricSpec:
     help: str
     labels: tuple[str, ...] = ()
     unit: str = ""
+    source: str = ""
 
     def __post_init__(self) -> None:
         if (self.type == "counter") != self.name.endswith("_total"):
@@ -105,3 +107,5 @@ class TargetCollector(Protocol):
     def collect(self) -> Collection: ...
 
     def close(self) -> None: ...
+
+    # optional: `inherit(previous)`, to carry on what the collector it replaces at a reload counted (Exporter.replace)

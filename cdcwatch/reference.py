@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from cdcwatch.config import Config
 from cdcwatch.connect.collector import CONNECT_METRICS
 from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
+from cdcwatch.debezium import DEBEZIUM_METRICS
 from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.families import MetricSpec
@@ -48,8 +49,6 @@ def metrics_reference() -> str:
     snapshot = SNAPSHOT_STATE_RULE
     by_metric[snapshot.metric] = {"type": "gauge", "labels": ["state"], "attrs": [a for _, a in snapshot.sources],
                                   "help": snapshot.help}
-    by_metric["cdcwatch_debezium_mbeans"] = {"type": "gauge", "labels": [], "attrs": ["(bean count)"],
-                                             "help": "Debezium connector MBeans found on the target (labels: target + static labels)."}
     for name in sorted(by_metric):
         row = by_metric[name]
         labels = ", ".join(row["labels"]) or "-"
@@ -57,6 +56,10 @@ def metrics_reference() -> str:
         lines.append(f"| `{name}` | {row['type']} | {labels} | {attrs} | {row['help']} |")
     lines += ["", "Not exported (free text or unbounded values, never used as label values): "
               + ", ".join(f"`{r.attribute}`" for r in RULES if r.conversion is Conversion.FREE_TEXT) + ".", ""]
+    lines += ["Per JVM, with the labels target and the target's static labels:", "",
+              "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
+    lines += [_row(spec, spec.source) for spec in DEBEZIUM_METRICS.values()]
+    lines += [""]
     lines += ["### Kafka (consumer groups, topics)", "",
               f"Every series carries the labels {_KAFKA_LABELS}; extra labels are listed per metric.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
@@ -64,7 +67,7 @@ def metrics_reference() -> str:
     lines += ["", "### Kafka Connect workers", "",
               "Every series carries the label target (the worker name) and the worker's static labels.", "",
               "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
-    lines += [_row(spec, "REST") for spec in CONNECT_METRICS.values()]
+    lines += [_row(spec, spec.source or "REST") for spec in CONNECT_METRICS.values()]
     jmx_rows: dict[str, tuple[str, str, list[str]]] = {}
     for connect_rule in CONNECT_RULES:
         jmx_row = jmx_rows.setdefault(connect_rule.metric, (connect_rule.type, connect_rule.help, []))

@@ -3,7 +3,14 @@ worker's `kafka.connect` MBeans when its JMX is configured.
 
 REST is the authority on state: a connector that failed at startup has no MBeans at all, and a
 FAILED task's MBeans say nothing about why. Each connector carries the Debezium `server` label
-(its `topic.prefix`), so a FAILED task and its vanished Debezium beans share a dashboard row.
+(its `topic.prefix`), so a FAILED task and its vanished Debezium beans share a dashboard row, and
+its configuration names the rest of its pipeline's identity: the replication slot and the database.
+
+Restarts: a task restart is over within a second and REST reports RUNNING before and after it, so
+REST cannot see it. Each task's producer (`connector-producer-<connector>-<task>`) is created when the
+task starts, and its `app-info` bean tells when: a new start time is a restart, counted here across
+collections (`TaskRestarts`), with the reason `jvm` when the task's previous start was before the
+worker JVM's own start time, else `task`.
 """
 
 from __future__ import annotations
@@ -12,16 +19,21 @@ import base64
 import json
 import re
 import ssl
+import threading
 import time
 import urllib.request
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cdcwatch.config import ConnectWorkerConfig
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_PATTERN, CONNECT_RULES, JMX_STATES, STATUS_RULES
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
-from cdcwatch.jmx import JmxClient, MBean, make_client
+from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
 
-__all__ = ["CONNECT_METRICS", "CONNECTOR_STATES", "ConnectCollector", "exception_class"]
+__all__ = ["CONNECT_METRICS", "CONNECTOR_STATES", "PRODUCER_APP_INFO_PATTERN", "RESTART_REASONS", "ConnectCollector",
+           "TaskRestarts", "debezium_plugin", "exception_class", "pipeline_identity", "server_name_conflicts",
+           "task_producer"]
 
 CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
 
@@ -51,7 +63,40 @@ CONNECT_METRICS = metric_specs(
     MetricSpec("cdcwatch_connect_task_failure_info", "gauge", (
         "1 while the task is FAILED; `exception` is the first exception class of its trace."),
         ("connector", "server", "task", "exception")),
+    MetricSpec("cdcwatch_connect_connector_pipeline_info", "gauge", (
+        "Always 1; one pipeline's identity across stages, from the connector's configuration: `server` "
+        "(topic.prefix, the label of its Debezium, Kafka and Spark series), the PostgreSQL `slot` (slot.name), "
+        "the `database` (database.dbname or database.names) and the Debezium `plugin` (as in the Debezium "
+        "series)."),
+        ("connector", "server", "slot", "database", "plugin")),
+    MetricSpec("cdcwatch_connect_server_name_conflicts", "gauge", (
+        "Other Debezium connectors of the cluster that use the same server name (topic.prefix); 0 is right: "
+        "more means their topics and their Debezium MBeans collide."),
+        ("server",)),
+    MetricSpec("cdcwatch_connect_worker_start_time_seconds", "gauge", (
+        "When the worker's JVM started (Unix time)."),
+        source="JMX `java.lang:type=Runtime` `StartTime`"),
+    MetricSpec("cdcwatch_connect_task_start_time_seconds", "gauge", (
+        "When the task last started on this worker (Unix time): when its producer was created."),
+        ("connector", "server", "task"),
+        source="JMX `kafka.producer` `app-info` `StartTimeMs` of `connector-producer-<connector>-<task>`"),
+    MetricSpec("cdcwatch_connect_task_restarts_total", "counter", (
+        "Task restarts on this worker that cdcwatch saw (its start time changed between two collections) "
+        "since cdcwatch started: `reason` jvm (the worker JVM restarted) or task (the task alone: a REST "
+        "restart, a reconfiguration, a rebalance)."),
+        ("connector", "server", "task", "reason"),
+        source="JMX (task and JVM start times)"),
 )
+
+RESTART_REASONS = ("jvm", "task")
+
+PRODUCER_APP_INFO_PATTERN = "kafka.producer:type=app-info,*"
+"""Every producer's `app-info` beans: `id=<client id>` (`StartTimeMs`) and, from the metrics reporter,
+`client-id=<client id>` (`start-time-ms`)."""
+
+_DEBEZIUM_CLASS = re.compile(r"io\.debezium\.connector\.(\w+)\.")
+_PLUGIN_DOMAINS = {"postgresql": "postgres", "sqlserver": "sql_server"}
+"""Debezium connector packages whose MBean domain (`debezium.<plugin>`) is spelled otherwise."""
 
 _EXCEPTION_CLASS = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)")
 
@@ -60,6 +105,76 @@ def exception_class(trace: str | None) -> str:
     """The first exception class named in a Java stack trace: a bounded label value, never free text."""
     match = _EXCEPTION_CLASS.match((trace or "").strip())
     return match.group(1)[:200] if match else "unknown"
+
+
+def debezium_plugin(connector_class: str) -> str:
+    """The `plugin` label the connector's Debezium series carry (its MBean domain `debezium.<plugin>`); empty for
+    a connector that is not Debezium's."""
+    match = _DEBEZIUM_CLASS.match(connector_class)
+    return _PLUGIN_DOMAINS.get(match.group(1), match.group(1)) if match else ""
+
+
+def pipeline_identity(config: Mapping[str, Any]) -> dict[str, str]:
+    """server, slot, database and plugin of a connector, from its configuration (Debezium's defaults applied:
+    a PostgreSQL connector without `slot.name` uses the slot `debezium`)."""
+    plugin = debezium_plugin(str(config.get("connector.class") or ""))
+    slot = config.get("slot.name") or ("debezium" if plugin == "postgres" else "")
+    database = config.get("database.dbname") or config.get("database.names") or ""
+    return {"server": _server(config), "slot": str(slot), "database": str(database), "plugin": plugin}
+
+
+def server_name_conflicts(identities: Iterable[Mapping[str, str]]) -> dict[str, int]:
+    """Per server name of the Debezium connectors: how many other connectors use it too."""
+    used = Counter(i["server"] for i in identities if i["plugin"] and i["server"])
+    return {server: count - 1 for server, count in sorted(used.items())}
+
+
+def task_producer(connector: str, task: str) -> str:
+    """The client id Kafka Connect gives a source task's producer (unless `producer.override.client.id` is set)."""
+    return f"connector-producer-{connector}-{task}"
+
+
+def producer_start_times(beans: Sequence[MBean]) -> dict[str, float]:
+    """Client id → start time (Unix ms) of the producers' `app-info` beans; the later one when a closing
+    producer's bean is still registered beside its successor's."""
+    starts: dict[str, float] = {}
+    for bean in beans:
+        client = bean.keys.get("id") or bean.keys.get("client-id")
+        started = bean.attributes.get("StartTimeMs", bean.attributes.get("start-time-ms"))
+        if client and isinstance(started, (int, float)) and not isinstance(started, bool) and started > 0:
+            starts[client] = max(float(started), starts.get(client, 0.0))
+    return starts
+
+
+class TaskRestarts:
+    """Task restarts counted across collections, from each task's start time on the worker.
+
+    A task whose start time differs from the one seen at the previous collection restarted once (two
+    restarts between collections count as one): reason `jvm` when its previous start came before the worker
+    JVM's start, else `task`. The first sighting of a task counts nothing. A connector that REST no longer
+    lists is forgotten. Shared by the collectors of one worker across configuration reloads (thread-safe).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started: dict[tuple[str, str], float] = {}
+        self._counts: dict[tuple[str, str], dict[str, int]] = {}
+
+    def observe(self, jvm_started_ms: float | None, starts: Mapping[tuple[str, str], float],
+                connectors: Iterable[str]) -> dict[tuple[str, str], dict[str, int]]:
+        """Count the restarts `starts` ((connector, task) → start time, Unix ms) show; the counts of every task
+        seen so far of the `connectors` REST lists."""
+        listed = set(connectors)
+        with self._lock:
+            for key in [k for k in self._started if k[0] not in listed]:
+                del self._started[key], self._counts[key]
+            for key, started in starts.items():
+                previous = self._started.get(key)
+                self._started[key] = started
+                counts = self._counts.setdefault(key, dict.fromkeys(RESTART_REASONS, 0))
+                if previous is not None and started != previous:
+                    counts["jvm" if jvm_started_ms is not None and previous < jvm_started_ms else "task"] += 1
+            return {key: dict(counts) for key, counts in self._counts.items()}
 
 
 class ConnectCollector:
@@ -71,6 +186,7 @@ class ConnectCollector:
         self.worker = worker
         self.target = worker.name
         self.jmx: JmxClient | None = make_client(worker.jmx, worker.timeout_seconds) if worker.jmx else None
+        self.restarts = TaskRestarts()
         self._context = ssl.create_default_context(cafile=worker.ca_file) if worker.url.startswith("https") else None
         self._headers = {"Accept": "application/json"}
         if worker.username and worker.password:
@@ -85,6 +201,12 @@ class ConnectCollector:
         with urllib.request.urlopen(request, timeout=left, context=self._context) as response:
             return json.loads(response.read())
 
+    def inherit(self, previous: object) -> None:
+        """Carry on the restart counts of the collector this one replaces (a configuration reload): counters
+        never reset while cdcwatch runs."""
+        if isinstance(previous, ConnectCollector):
+            self.restarts = previous.restarts
+
     def collect(self) -> Collection:
         deadline = time.monotonic() + self.worker.timeout_seconds * 0.9
         root = self._get("/", deadline)
@@ -93,20 +215,28 @@ class ConnectCollector:
         self._add(builder, "cdcwatch_connect_worker_info", 1, version=str(root.get("version", "")),
                   commit=str(root.get("commit", "")), kafka_cluster_id=str(root.get("kafka_cluster_id", "")))
         self._add(builder, "cdcwatch_connect_connectors", len(connectors))
-        servers: dict[str, str] = {}
+        identities = {name: pipeline_identity((entry.get("info") or {}).get("config") or {})
+                      for name, entry in connectors.items()}
+        servers = {name: identity["server"] for name, identity in identities.items()}
         failed = 0
         for name, entry in sorted(connectors.items()):
-            servers[name] = server = _server(entry.get("info") or {})
-            failed += self._connector(builder, name, server, entry)
+            failed += self._connector(builder, name, identities[name], entry)
+        conflicts = server_name_conflicts(identities.values())
+        for server, others in conflicts.items():
+            self._add(builder, "cdcwatch_connect_server_name_conflicts", others, server=server)
         if self.jmx is not None:
-            self._jmx_families(builder, servers)
-        return Collection(builder.families(), f"{len(connectors)} connectors, {failed} failed")
+            self._jmx_families(builder, servers, connectors)
+        clashing = sorted(server for server, others in conflicts.items() if others)
+        summary = f"{len(connectors)} connectors, {failed} failed"
+        return Collection(builder.families(), summary + (f", server name used twice: {', '.join(clashing)}"
+                                                         if clashing else ""))
 
-    def _connector(self, builder: FamilyBuilder, name: str, server: str, entry: dict[str, Any]) -> int:
+    def _connector(self, builder: FamilyBuilder, name: str, identity: dict[str, str], entry: dict[str, Any]) -> int:
         status, info = entry.get("status") or {}, entry.get("info") or {}
         connector = status.get("connector") or {}
         state = str(connector.get("state", "UNASSIGNED"))
-        where = {"connector": name, "server": server}
+        where = {"connector": name, "server": identity["server"]}
+        self._add(builder, "cdcwatch_connect_connector_pipeline_info", 1, connector=name, **identity)
         self._add(builder, "cdcwatch_connect_connector_info", 1, **where,
                   **{"class": str((info.get("config") or {}).get("connector.class", "")),
                      "type": str(info.get("type") or status.get("type") or ""),
@@ -131,11 +261,34 @@ class ConnectCollector:
                           exception=exception_class(task.get("trace")), **where)
         return failed
 
-    def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str]) -> None:
+    def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:
         assert self.jmx is not None
         attributes = sorted({rule.attribute for rule in CONNECT_RULES} | {"status"})
-        for bean in self.jmx.query(CONNECT_JMX_PATTERN, attributes):
+        beans, producers, runtime = self.jmx.query_many([
+            (CONNECT_JMX_PATTERN, attributes), (PRODUCER_APP_INFO_PATTERN, ("StartTimeMs", "start-time-ms")),
+            (RUNTIME_BEAN, ("StartTime",))])
+        for bean in beans:
             self._bean(builder, bean, servers)
+        jvm_started = jvm_start_time_seconds(runtime)
+        if jvm_started is not None:
+            self._add(builder, "cdcwatch_connect_worker_start_time_seconds", jvm_started)
+        self._restarts(builder, servers, connectors, producer_start_times(producers), jvm_started)
+
+    def _restarts(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any],
+                  producers: dict[str, float], jvm_started: float | None) -> None:
+        """Each listed task's start time on this worker and its restart counts."""
+        tasks = {(name, task): task_producer(name, task) for name, entry in connectors.items()
+                 for task in _task_ids(entry)}
+        starts = {key: producers[client] for key, client in tasks.items() if client in producers}
+        counts = self.restarts.observe(None if jvm_started is None else jvm_started * 1000, starts, connectors)
+        for (name, task), started in sorted(starts.items()):
+            self._add(builder, "cdcwatch_connect_task_start_time_seconds", started / 1000, connector=name,
+                      server=servers[name], task=task)
+        for (name, task), by_reason in sorted(counts.items()):
+            if (name, task) in tasks:
+                for reason in RESTART_REASONS:
+                    self._add(builder, "cdcwatch_connect_task_restarts_total", by_reason[reason], connector=name,
+                              server=servers[name], task=task, reason=reason)
 
     def _bean(self, builder: FamilyBuilder, bean: MBean, servers: dict[str, str]) -> None:
         kind = bean.keys.get("type", "")
@@ -167,7 +320,14 @@ class ConnectCollector:
             self.jmx.close()
 
 
-def _server(info: dict[str, Any]) -> str:
+def _server(config: Mapping[str, Any]) -> str:
     """The Debezium logical name of a connector: `topic.prefix` (`database.server.name` before Debezium 2)."""
-    config = info.get("config") or {}
     return str(config.get("topic.prefix") or config.get("database.server.name") or "")
+
+
+def _task_ids(entry: dict[str, Any]) -> list[str]:
+    """The connector's task ids, from its status and its task configurations (either may lag the other)."""
+    status, info = entry.get("status") or {}, entry.get("info") or {}
+    ids = {str(t.get("id")) for t in status.get("tasks") or [] if t.get("id") is not None}
+    ids |= {str(t.get("task")) for t in info.get("tasks") or [] if t.get("task") is not None}
+    return sorted(ids, key=lambda i: (len(i), i))

@@ -1,4 +1,4 @@
-"""Collects every Debezium connector MBean of one JVM into Prometheus families."""
+"""Collects every Debezium connector MBean of one JVM into Prometheus families, and when that JVM started."""
 
 from __future__ import annotations
 
@@ -7,13 +7,23 @@ from collections.abc import Sequence
 
 from cdcwatch.config import TargetConfig
 from cdcwatch.debezium.mapping import convert, requested_attributes
-from cdcwatch.families import Collection, FamilyBuilder
-from cdcwatch.jmx import JmxClient, MBean
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds
 
-__all__ = ["MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
+__all__ = ["DEBEZIUM_METRICS", "MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
 
 MBEAN_PATTERN = "debezium.*:type=connector-metrics,*"
 """Every Debezium connector bean: postgres, mysql, sql_server, oracle, mongodb, … in any key order."""
+
+DEBEZIUM_METRICS = metric_specs(
+    # per JVM: labels target and the target's static labels (the bean metrics are in the mapping table)
+    MetricSpec("cdcwatch_debezium_mbeans", "gauge", "Debezium connector MBeans found on the target.",
+               source="(bean count)"),
+    MetricSpec("cdcwatch_debezium_jvm_start_time_seconds", "gauge", (
+        "When the target's JVM started (Unix time); a new value is a JVM restart, so "
+        "`changes(…[1h])` counts them."),
+        source="`java.lang:type=Runtime` `StartTime`"),
+)
 
 _STANDARD_KEYS = ("server", "context", "task", "database")
 _INVALID_LABEL_CHARS = re.compile(r"[^a-zA-Z0-9_]")
@@ -68,14 +78,17 @@ class DebeziumCollector:
         self._attributes = requested_attributes()
 
     def collect(self) -> Collection:
-        beans = self._client.query(MBEAN_PATTERN, self._attributes)
+        beans, runtime = self._client.query_many([(MBEAN_PATTERN, self._attributes), (RUNTIME_BEAN, ("StartTime",))])
         builder = FamilyBuilder()
         for bean in beans:
             labels = bean_labels(bean, self.target, self._static)
             for sample in convert(bean.attributes):
                 builder.add(sample.metric, sample.type, sample.help, {**labels, **dict(sample.labels)}, sample.value)
-        builder.add("cdcwatch_debezium_mbeans", "gauge", "Debezium connector MBeans found on the target.",
-                    {"target": self.target, **self._static}, float(len(beans)))
+        common = {"target": self.target, **self._static}
+        builder.add_spec(DEBEZIUM_METRICS["cdcwatch_debezium_mbeans"], float(len(beans)), common)
+        started = jvm_start_time_seconds(runtime)
+        if started is not None:
+            builder.add_spec(DEBEZIUM_METRICS["cdcwatch_debezium_jvm_start_time_seconds"], started, common)
         return Collection(builder.families(), _summary(beans))
 
     def close(self) -> None:

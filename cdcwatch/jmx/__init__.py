@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 from cdcwatch.config import JmxSettings
-from cdcwatch.jmx.client import JmxClient, JmxError, JmxValue, MBean, parse_object_name
+from cdcwatch.jmx.client import (
+    RUNTIME_BEAN,
+    JmxClient,
+    JmxError,
+    JmxQuery,
+    JmxValue,
+    MBean,
+    jvm_start_time_seconds,
+    parse_object_name,
+    pattern_matches,
+)
 
-__all__ = ["JmxClient", "JmxError", "JmxValue", "MBean", "make_client", "parse_object_name"]
+__all__ = ["RUNTIME_BEAN", "JmxClient", "JmxError", "JmxQuery", "JmxValue", "MBean", "jvm_start_time_seconds",
+           "make_client", "parse_object_name", "pattern_matches"]
 
 
 def make_client(settings: JmxSettings, timeout_seconds: float) -> JmxClient:

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["JmxError", "JmxValue", "MBean", "JmxClient", "parse_object_name"]
+__all__ = ["RUNTIME_BEAN", "JmxError", "JmxQuery", "JmxValue", "MBean", "JmxClient", "jvm_start_time_seconds",
+           "parse_object_name", "pattern_matches"]
 
 JmxScalar = None | bool | int | float | str
 JmxValue = JmxScalar | list[JmxScalar] | dict[str, JmxScalar]
 """An attribute value as Python sees it: a scalar, a list (`String[]`, sets) or a map (TabularData)."""
+
+JmxQuery = tuple[str, Sequence[str]]
+"""An ObjectName pattern and the attributes to read from each bean it matches."""
+
+RUNTIME_BEAN = "java.lang:type=Runtime"
+"""The JVM's runtime bean: `StartTime` (milliseconds since the epoch) changes when the JVM restarts."""
 
 
 class JmxError(Exception):
@@ -39,6 +47,31 @@ def parse_object_name(name: str) -> tuple[str, dict[str, str]]:
     return domain, keys
 
 
+def pattern_matches(pattern: str, name: str) -> bool:
+    """Whether the ObjectName `name` matches the ObjectName `pattern`: `*` and `?` in the domain and in property
+    values, and a trailing `*` (or `,*`) in the property list for "and any other properties"."""
+    domain, keys = parse_object_name(name)
+    wanted_domain, wanted = parse_object_name(pattern)
+    open_ended = wanted.pop("*", None) is not None
+    if not _glob(wanted_domain).fullmatch(domain) or (not open_ended and set(wanted) != set(keys)):
+        return False
+    return all(key in keys and _glob(value).fullmatch(keys[key]) for key, value in wanted.items())
+
+
+def _glob(text: str) -> re.Pattern[str]:
+    return re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in text))
+
+
+def jvm_start_time_seconds(beans: Sequence[MBean]) -> float | None:
+    """The JVM start time (Unix seconds) from the `RUNTIME_BEAN` among `beans`, if it was read."""
+    for bean in beans:
+        started = bean.attributes.get("StartTime")
+        runtime = (bean.domain, bean.keys) == ("java.lang", {"type": "Runtime"})
+        if runtime and isinstance(started, int) and not isinstance(started, bool) and started > 0:
+            return started / 1000
+    return None
+
+
 def _split_keys(rest: str) -> list[str]:
     parts, current, quoted = [], "", False
     for ch in rest:
@@ -59,6 +92,11 @@ class JmxClient(Protocol):
 
     def query(self, pattern: str, attributes: Sequence[str]) -> list[MBean]:
         """Every bean matching `pattern`, with those of `attributes` it has."""
+        ...
+
+    def query_many(self, queries: Sequence[JmxQuery]) -> list[list[MBean]]:
+        """The beans of each (pattern, attributes) query, in order, read in one round trip where the backend can
+        (jmxquery starts one JVM per call). Raises JmxError on any failure."""
         ...
 
     def close(self) -> None:

@@ -8,6 +8,8 @@ Its limits, which cdcwatch documents and tests:
   `LastEvent`; cdcwatch therefore asks for the mapped attributes one by one, in one call;
 - a timeout inside jmxquery returns an empty answer, so every call also reads
   `java.lang:type=Runtime/Uptime` and an answer without it counts as a failure;
+- it starts one JVM per call, so `query_many` sends every pattern of a collection in one call and
+  gives each bean to the patterns it matches;
 - the password is passed on the java command line (visible to local users in `ps`).
 """
 
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cdcwatch.config import JmxSettings
-from cdcwatch.jmx.client import JmxError, JmxValue, MBean, parse_object_name
+from cdcwatch.jmx.client import JmxError, JmxQuery, JmxValue, MBean, parse_object_name, pattern_matches
 
 __all__ = ["JmxqueryClient"]
 
@@ -46,28 +48,36 @@ class JmxqueryClient:
         self._timeout = timeout_seconds
 
     def query(self, pattern: str, attributes: Sequence[str]) -> list[MBean]:
+        return self.query_many([(pattern, attributes)])[0]
+
+    def query_many(self, queries: Sequence[JmxQuery]) -> list[list[MBean]]:
+        """Every query in one `java -jar` run; each bean goes to the queries whose pattern it matches."""
         from jmxquery import JMXConnection, JMXQuery
 
         password = self._settings.password.get_secret_value() if self._settings.password else None
         connection = JMXConnection(self._settings.service_url, self._settings.username, password)
-        queries = [JMXQuery(_LIVENESS_BEAN, attribute=_LIVENESS_ATTRIBUTE)]
-        queries += [JMXQuery(pattern, attribute=name) for name in attributes]
+        requests = [JMXQuery(_LIVENESS_BEAN, attribute=_LIVENESS_ATTRIBUTE)]
+        requests += [JMXQuery(pattern, attribute=name) for pattern, attributes in queries for name in attributes]
         try:
-            results = connection.query(queries, timeout=self._timeout)
+            results = connection.query(requests, timeout=self._timeout)
         except Exception as exc:  # jmxquery raises CalledProcessError, JSONDecodeError, OSError...
             raise JmxError(f"jmxquery failed: {type(exc).__name__}") from None
         if not any(r.mBeanName == _LIVENESS_BEAN and r.attribute == _LIVENESS_ATTRIBUTE for r in results):
             raise JmxError("jmxquery got no answer from the JVM (unreachable or timed out)")
         grouped: dict[str, dict[str, JmxValue]] = defaultdict(dict)
         for result in results:
-            if result.mBeanName == _LIVENESS_BEAN or result.attributeKey:
-                continue
-            grouped[result.mBeanName][result.attribute] = _convert(result.value, result.value_type)
-        beans = []
-        for name, values in sorted(grouped.items()):
-            domain, keys = parse_object_name(name)
-            beans.append(MBean(name, domain, keys, values))
-        return beans
+            if not result.attributeKey:
+                grouped[result.mBeanName][result.attribute] = _convert(result.value, result.value_type)
+        answers = []
+        for pattern, attributes in queries:
+            beans = []
+            for name, values in sorted(grouped.items()):
+                wanted = {k: v for k, v in values.items() if k in attributes}
+                if wanted and pattern_matches(pattern, name):
+                    domain, keys = parse_object_name(name)
+                    beans.append(MBean(name, domain, keys, wanted))
+            answers.append(beans)
+        return answers
 
     def close(self) -> None:
         """Nothing to release: each query ran its own JVM."""

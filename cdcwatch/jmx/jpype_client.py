@@ -15,7 +15,7 @@ from typing import Any, cast
 import jpype
 
 from cdcwatch.config import JmxSettings
-from cdcwatch.jmx.client import JmxError, JmxValue, MBean
+from cdcwatch.jmx.client import JmxError, JmxQuery, JmxValue, MBean
 from cdcwatch.jmx.jvm import ensure_jvm
 
 __all__ = ["JpypeClient", "to_python"]
@@ -104,17 +104,23 @@ class JpypeClient:
         return self._connection
 
     def query(self, pattern: str, attributes: Sequence[str]) -> list[MBean]:
+        return self.query_many([(pattern, attributes)])[0]
+
+    def query_many(self, queries: Sequence[JmxQuery]) -> list[list[MBean]]:
         with self._lock:
             try:
                 connection = self._connection or self._connect()
                 ObjectName = jpype.JClass("javax.management.ObjectName")
-                wanted = jpype.JArray(jpype.JString)(list(attributes))
-                beans = []
-                for name in connection.queryNames(ObjectName(pattern), None):
-                    bean = self._read(connection, name, wanted)
-                    if bean is not None:
-                        beans.append(bean)
-                return sorted(beans, key=lambda b: b.name)
+                answers = []
+                for pattern, attributes in queries:
+                    wanted = jpype.JArray(jpype.JString)(list(attributes))
+                    beans = []
+                    for name in connection.queryNames(ObjectName(pattern), None):
+                        bean = self._read(connection, name, wanted)
+                        if bean is not None:
+                            beans.append(bean)
+                    answers.append(sorted(beans, key=lambda b: b.name))
+                return answers
             except Exception as exc:  # any failure: drop the connection, report one line
                 self._drop()
                 raise JmxError(_describe(exc)) from None

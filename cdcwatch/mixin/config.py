@@ -58,6 +58,8 @@ class Thresholds(_Strict):
     slot_safe_wal_horizon_seconds: PositiveFloat = 6 * 3600
     """How far ahead `predict_linear` looks for a slot's safe_wal_size reaching 0."""
     scrape_duration_seconds: PositiveFloat = 5
+    connect_task_restarts: PositiveFloat = 2
+    """Restarts of one task within 30 minutes that are still normal (a deploy, a rebalance); more is flapping."""
 
 
 class Durations(_Strict):

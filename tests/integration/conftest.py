@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,15 @@ def promtool_check(text: str) -> None:
     done = subprocess.run([promtool, "check", "metrics"], input=text,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def process_start_time(pid: int) -> float:
+    """When a process started (Unix seconds, within 10 ms), read from /proc: its start in clock ticks after boot
+    (field 22 of /proc/<pid>/stat) plus the boot time, as now minus /proc/uptime (/proc/stat's btime is whole
+    seconds)."""
+    boot = time.time() - float(Path("/proc/uptime").read_text().split()[0])
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def value(values: dict, name: str, **labels: str) -> float | None:

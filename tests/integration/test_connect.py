@@ -5,12 +5,17 @@ API served over TLS behind Kafka's basic-auth extension.
 A connector's life: RUNNING → PAUSED → RUNNING, a dropped replication slot → task FAILED while running,
 a slot held by another client → task FAILED at start-up, and a connector whose plugin is missing when
 the worker starts → FAILED in REST although it has no MBeans at all. The worker's JMX and the Debezium
-beans share the `server` label.
+beans share the `server` label. Task restarts through REST and a worker killed with SIGKILL and started
+again are counted exactly, with start times checked against the test's clock and /proc; each connector's
+identity (server, slot, database, plugin) is the configuration the test registered, and a second
+connector with the same topic.prefix is reported as a conflict.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -18,7 +23,7 @@ from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
 from devstack.procs import stop_group, wait_for
 from devstack.tls import make_pki
-from tests.integration.conftest import promtool_check, value
+from tests.integration.conftest import process_start_time, promtool_check, value
 
 pytestmark = pytest.mark.integration
 
@@ -185,3 +190,126 @@ def test_a_connector_whose_plugin_is_missing_at_start_fails_without_mbeans(worke
         worker.stop()
         worker.plugins = None
         worker.start()
+
+
+def drop_slot(postgres, slot: str) -> None:
+    """Drop a slot once its connector's task let it go."""
+    def dropped() -> bool:
+        postgres.sql(f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}'"
+                     " AND NOT active")
+        return postgres.sql(f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'") == "0"
+
+    wait_for(dropped, 60, f"the slot {slot} to be dropped", interval=1)
+
+
+def labels_of(values, metric: str, **labels: str) -> list[dict[str, str]]:
+    return [dict(ls) for (name, ls) in values if name == metric and set(labels.items()) <= set(ls)]
+
+
+def test_task_restarts_through_rest_and_a_killed_worker_are_counted_exactly(worker, pki, postgres, stack_dir,
+                                                                             serve_factory) -> None:
+    server, slot = "rstsrv", "restart_slot"
+    postgres.sql("DROP TABLE IF EXISTS restart_items; CREATE TABLE restart_items (id int PRIMARY KEY);"
+                 "INSERT INTO restart_items VALUES (1)")
+    config = connector(postgres, stack_dir, slot, "public.restart_items", server)
+    registered = time.time()
+    worker.put("/connectors/restarts/config", config)
+    serve = serve_factory(connect_config(worker, pki))
+    task = {"connector": "restarts", "task": "0", "server": server}
+
+    def started() -> float | None:
+        return value(serve.scrape(), "cdcwatch_connect_task_start_time_seconds", **task)
+
+    def restarts(values, reason: str) -> float | None:
+        return value(values, "cdcwatch_connect_task_restarts_total", reason=reason, **task)
+
+    def running() -> bool:
+        return worker.get("/connectors/restarts/status")["tasks"][0]["state"] == "RUNNING"
+
+    def started_again(previous: float, what: str, timeout: float) -> float:
+        """The task's start time once it differs from `previous`."""
+        return wait_for(lambda: (s := started()) is not None and s != previous and s, timeout, what)
+
+    try:
+        first = wait_for(lambda: running() and started(), 90, "the task to run with its producer")
+        wait_for(lambda: value(serve.scrape(), "cdcwatch_debezium_connected", server=server) == 1, 60, "Debezium streaming")
+        values = serve.scrape()
+        assert registered - 0.001 <= first <= time.time()
+        assert restarts(values, "task") == 0 and restarts(values, "jvm") == 0
+        jvm_started = value(values, "cdcwatch_connect_worker_start_time_seconds", target="worker")
+        assert value(values, "cdcwatch_debezium_jvm_start_time_seconds", target="worker-jvm") == jvm_started
+        assert -0.02 <= jvm_started - process_start_time(worker.server.pid) < 3
+
+        # identity: the configuration the test registered, the plugin of the connector's own Debezium series, and
+        # the slot PostgreSQL reports active for that database
+        [pipeline] = labels_of(values, "cdcwatch_connect_connector_pipeline_info", connector="restarts")
+        assert pipeline == {"target": "worker", "connector": "restarts", "server": config["topic.prefix"],
+                            "slot": config["slot.name"], "database": config["database.dbname"], "plugin": "postgres"}
+        assert {ls["plugin"] for ls in labels_of(values, "cdcwatch_debezium_connected", server=server)} == {pipeline["plugin"]}
+        assert postgres.sql("SELECT active || ' ' || database FROM pg_replication_slots WHERE slot_name = "
+                            f"'{pipeline['slot']}'") == f"true {pipeline['database']}"
+        assert value(values, "cdcwatch_connect_server_name_conflicts", server=server) == 0
+
+        previous = first
+        for count in (1, 2):
+            posted = time.time()
+            worker.post("/connectors/restarts/tasks/0/restart")
+            now = started_again(previous, f"restart {count} to show", 90)
+            assert posted - 0.001 <= now <= time.time()
+            values = serve.scrape()
+            assert (restarts(values, "task"), restarts(values, "jvm")) == (count, 0)
+            previous = now
+
+        worker.kill()
+        assert value(serve.scrape(), "cdcwatch_up", collector="connect", target="worker") == 0
+        restarted = time.time()
+        worker.start()
+        now = started_again(previous, "the task to start in the new worker JVM", 120)
+        values = serve.scrape()
+        assert (restarts(values, "task"), restarts(values, "jvm")) == (2, 1)
+        new_jvm = value(values, "cdcwatch_connect_worker_start_time_seconds", target="worker")
+        process_started = process_start_time(worker.server.pid)
+        assert restarted - 0.02 <= process_started and -0.02 <= new_jvm - process_started < 3, (process_started, new_jvm)
+        assert value(values, "cdcwatch_debezium_jvm_start_time_seconds", target="worker-jvm") == new_jvm
+        assert new_jvm < now <= time.time()
+        for _ in range(3):  # nothing restarts: nothing more is counted
+            values = serve.scrape()
+        assert (restarts(values, "task"), restarts(values, "jvm")) == (2, 1)
+        assert value(values, "cdcwatch_connect_task_start_time_seconds", **task) == now
+        promtool_check(serve.text())
+    finally:
+        worker.delete("/connectors/restarts")
+        drop_slot(postgres, slot)
+
+
+def test_a_second_connector_with_the_same_server_name_is_a_conflict(worker, pki, postgres, stack_dir,
+                                                                    serve_factory) -> None:
+    server = "twinsrv"
+    postgres.sql("DROP TABLE IF EXISTS twin_items; CREATE TABLE twin_items (id int PRIMARY KEY)")
+    first = connector(postgres, stack_dir, "twin_a", "public.twin_items", server)
+    second = connector(postgres, stack_dir, "twin_b", "public.twin_items", server)
+    serve = serve_factory(connect_config(worker, pki))
+    conflicts = lambda: value(serve.scrape(), "cdcwatch_connect_server_name_conflicts", server=server)  # noqa: E731
+    try:
+        worker.put("/connectors/twin-a/config", first)
+        wait_for(lambda: worker.get("/connectors/twin-a/status")["tasks"][0]["state"] == "RUNNING", 90, "twin-a to run")
+        assert conflicts() == 0
+        worker.put("/connectors/twin-b/config", second)
+        wait_for(lambda: conflicts() == 1, 30, "the conflict to show")
+        values = serve.scrape()
+        assert sorted((p["connector"], p["server"], p["slot"]) for p in
+                      labels_of(values, "cdcwatch_connect_connector_pipeline_info", server=server)) == [
+            ("twin-a", server, "twin_a"), ("twin-b", server, "twin_b")]
+        checked = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "check", "--config", str(serve.config)],
+                                 capture_output=True, text=True, timeout=120)
+        assert f"server name used twice: {server}" in checked.stdout, checked.stdout + checked.stderr
+        worker.delete("/connectors/twin-b")
+        wait_for(lambda: conflicts() == 0, 30, "the conflict to clear")
+    finally:
+        for name in ("twin-b", "twin-a"):
+            try:
+                worker.delete(f"/connectors/{name}")
+            except Exception:  # already deleted
+                pass
+        drop_slot(postgres, "twin_a")
+        drop_slot(postgres, "twin_b")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, wait_for
-from tests.integration.conftest import value
+from tests.integration.conftest import process_start_time, value
 
 pytestmark = pytest.mark.integration
 
@@ -112,7 +113,7 @@ def test_streaming_counters_equal_the_changes_made(exporter, postgres):
     assert value(values, "cdcwatch_debezium_committed_transactions_total", target="pg-jpype") >= inserts + updates + 1
 
 
-def test_jmxquery_backend_reads_the_same_counters_but_no_maps_or_arrays(exporter):
+def test_jmxquery_backend_reads_the_same_counters_but_no_maps_or_arrays(exporter, connector):
     values = exporter.scrape()
     assert value(values, "cdcwatch_up", target="pg-jmxquery") == 1
     for op in ("create", "update", "delete"):
@@ -125,6 +126,10 @@ def test_jmxquery_backend_reads_the_same_counters_but_no_maps_or_arrays(exporter
     assert value(values, "cdcwatch_debezium_captured_tables", target="pg-jmxquery", context="streaming") is None
     assert value(values, "cdcwatch_debezium_source_position", target="pg-jmxquery", key="lsn") is None
     assert value(values, "cdcwatch_debezium_captured_tables", target="pg-jpype", context="streaming") == 2
+    # the JVM's start time, read in the same jmxquery run as the connector beans
+    started = value(values, "cdcwatch_debezium_jvm_start_time_seconds", target="pg-jmxquery")
+    assert started == value(values, "cdcwatch_debezium_jvm_start_time_seconds", target="pg-jpype")
+    assert process_start_time(connector.server.pid) - 0.02 <= started <= time.time()  # the engine's JVM starts in it
 
 
 def test_promtool_check_metrics_passes_on_a_real_scrape(exporter):
@@ -158,6 +163,7 @@ def test_hung_jvm_still_answers_within_deadline(exporter, connector):
 
 def test_killed_jvm_is_up_0_within_deadline_then_recovers_on_restart(exporter, connector):
     logged_before = len(exporter.log.read_text())
+    first_start = value(exporter.scrape(), "cdcwatch_debezium_jvm_start_time_seconds", target="pg-jpype")
     connector.kill()
     values, took = exporter.timed_scrape()
     assert value(values, "cdcwatch_up", target="pg-jpype") == 0
@@ -167,12 +173,15 @@ def test_killed_jvm_is_up_0_within_deadline_then_recovers_on_restart(exporter, c
     assert took < JMXQUERY_TIMEOUT + 3
     assert exporter.process.poll() is None  # the exporter never exits
 
+    restarted = time.time()
     connector.start()
     recovered = wait_for(lambda: (v := exporter.scrape()) and value(v, "cdcwatch_up", target="pg-jpype") == 1
                          and value(v, "cdcwatch_debezium_connected", target="pg-jpype") == 1 and v, 90, "recovery after restart")
     # after a restart from stored offsets the snapshot is skipped and counters start again from 0
     assert value(recovered, "cdcwatch_debezium_snapshot_state", target="pg-jpype", state="skipped") == 1
     assert value(recovered, "cdcwatch_up", target="pg-jmxquery") == 1
+    # a new JVM: a new start time, after the test started it
+    assert first_start < restarted <= value(recovered, "cdcwatch_debezium_jvm_start_time_seconds", target="pg-jpype") <= time.time()
     log = exporter.log.read_text()[logged_before:]  # one line when it went down, one when it came back
     assert log.count("target pg-jpype (debezium) is down") == 1 and log.count("target pg-jpype (debezium) is up again") == 1
 

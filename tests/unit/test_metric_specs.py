@@ -8,6 +8,7 @@ import re
 import pytest
 
 from cdcwatch.connect import CONNECT_METRICS
+from cdcwatch.debezium import DEBEZIUM_METRICS
 from cdcwatch.exporter import SELF_METRICS, Exporter, TargetResult
 from cdcwatch.families import FamilyBuilder, MetricSpec, UndeclaredLabel, metric_specs
 from cdcwatch.kafka import KAFKA_METRICS, KafkaCollector
@@ -15,8 +16,8 @@ from cdcwatch.postgres import SLOT_METRICS
 from cdcwatch.reference import metrics_reference
 from cdcwatch.spark.metrics import SPARK_METRICS, SinkOutcome, SparkMetrics
 
-TABLES = {"self": SELF_METRICS, "kafka": KAFKA_METRICS, "connect": CONNECT_METRICS, "slots": SLOT_METRICS,
-          "spark": SPARK_METRICS}
+TABLES = {"self": SELF_METRICS, "debezium": DEBEZIUM_METRICS, "kafka": KAFKA_METRICS, "connect": CONNECT_METRICS,
+          "slots": SLOT_METRICS, "spark": SPARK_METRICS}
 ALL = [spec for table in TABLES.values() for spec in table.values()]
 
 

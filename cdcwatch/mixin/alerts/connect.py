@@ -1,5 +1,5 @@
-"""Kafka Connect workers: connectors and tasks that failed or stopped, records skipped or lost on the way
-to the dead letter queue."""
+"""Kafka Connect workers: connectors and tasks that failed, stopped or keep restarting, records skipped or lost
+on the way to the dead letter queue, and two connectors sharing one server name."""
 
 from cdcwatch.mixin.alerts.examples import CONNECT, EXPORTER
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
@@ -11,6 +11,8 @@ _BEAN = f'{EXPORTER},target="connect",connector="inventory-connector",task="0"'
 _EXCEPTION = 'exception="org.postgresql.util.PSQLException"'
 _CONNECTOR_FAILED = "cdcwatch_connect_connector_failure_info"
 _CLASS_NOT_FOUND = 'exception="java.lang.ClassNotFoundException"'
+_RESTARTS = "cdcwatch_connect_task_restarts_total"
+_SERVER = f'{EXPORTER},target="connect",server="inventory"'
 
 ALERTS = (
     Alert(
@@ -75,6 +77,40 @@ ALERTS = (
                    labels=labels_of(_BEAN), value=10),
         quiet=Case("a constant count", {f"cdcwatch_connect_task_dlq_produce_failures_total{{{_BEAN}}}": "1x40"}),
         since="1m", boundary_value=2,
+    ),
+    Alert(
+        "CdcConnectTaskRestarting",
+        "sum by (job, instance, target, connector, server, task) "
+        "(increase(cdcwatch_connect_task_restarts_total{%(cdcwatch)s}[30m])) > %(connect_task_restarts)s",
+        "warning", "instant",
+        "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} keeps restarting",
+        "Task {{ $labels.task }} of {{ $labels.connector }} (server {{ $labels.server }}) restarted "
+        "{{ $value | humanize }} times in the last 30 minutes (threshold %(connect_task_restarts)s): each restart "
+        "re-reads from the last committed offset, so changes arrive late and twice.",
+        fires=Case("a restart every 2 minutes", {f'{_RESTARTS}{{{_TASK},reason="task"}}': "0 0 1 1 2 2 3 3 4 4 5 5 6x30",
+                                                  f'{_RESTARTS}{{{_TASK},reason="jvm"}}': "0x40"},
+                   labels=labels_of(_TASK), value=6),
+        quiet=Case("one restart at a deploy", {f'{_RESTARTS}{{{_TASK},reason="task"}}': "0 0 0 0 1x40",
+                                               f'{_RESTARTS}{{{_TASK},reason="jvm"}}': "0x40"}),
+        since="6m", boundary_value=3,
+        more=(Case("the worker JVM crashes and the task restarts in each new JVM",
+                   {f'{_RESTARTS}{{{_TASK},reason="task"}}': "0x40",
+                    f'{_RESTARTS}{{{_TASK},reason="jvm"}}': "0 1 2 3x40"}, at="5m", labels=labels_of(_TASK), value=3),
+              Case("restarts far apart: one an hour", {f'{_RESTARTS}{{{_TASK},reason="task"}}': "0x59 1x60 2x60 3x60",
+                                                       f'{_RESTARTS}{{{_TASK},reason="jvm"}}': "0x240"}, at="200m")),
+    ),
+    Alert(
+        "CdcConnectServerNameConflict",
+        "cdcwatch_connect_server_name_conflicts{%(cdcwatch)s} > 0",
+        "warning", "instant",
+        "Two Kafka Connect connectors use the server name {{ $labels.server }}",
+        "{{ $value | humanize }} more Debezium connector(s) on {{ $labels.target }} share the topic.prefix "
+        "{{ $labels.server }}: their change topics mix and their Debezium MBeans collide, so one of them is not "
+        "monitored.",
+        fires=Case("a second connector with the same topic.prefix", {
+            f"cdcwatch_connect_server_name_conflicts{{{_SERVER}}}": "0 0 1x40"}, labels=labels_of(_SERVER), value=1),
+        quiet=Case("one connector per server name", {f"cdcwatch_connect_server_name_conflicts{{{_SERVER}}}": "0x40"}),
+        since="2m",
     ),
 )
 

@@ -1,4 +1,5 @@
-"""Kafka Connect workers: connector and task states, failures, record flow, errors and dead letter queue."""
+"""Kafka Connect workers: connector and task states, failures, restarts, pipeline identity, record flow, errors
+and dead letter queue."""
 
 from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Variable
 
@@ -8,8 +9,8 @@ _SEL = '%(cdcwatch)s, target=~"$worker", connector=~"$connector"'
 
 CONNECT = DashboardSpec(
     "cdcwatch-connect", "CDC: Kafka Connect",
-    "Connector and task states (REST), failures with their exception, records polled and written, errors and the "
-    "dead letter queue (JMX) per worker and connector.",
+    "Connector and task states (REST), failures with their exception, restarts, each connector's slot and database, "
+    "records polled and written, errors and the dead letter queue (JMX) per worker and connector.",
     "cdcwatch_connect_connectors{%(only_cdcwatch)s",
     (Variable("worker", "label_values(cdcwatch_connect_connectors{%(cdcwatch)s}, target)"),
      Variable("connector", 'label_values(cdcwatch_connect_connector_state{%(cdcwatch)s, target=~"$worker"}, connector)')),
@@ -34,6 +35,26 @@ CONNECT = DashboardSpec(
                       (Query(f"sum by (connector) (cdcwatch_connect_connector_tasks_running{{{_SEL}}})", "{{connector}} running"),
                        Query(f"sum by (connector) (cdcwatch_connect_connector_tasks_configured{{{_SEL}}})",
                              "{{connector}} configured"))),
+        )),
+        ("Restarts and identity", (
+            PanelSpec("Task restarts", "Restarts of each task per interval, by reason: jvm (the worker JVM restarted) or "
+                      "task (the task alone: a REST restart, a reconfiguration, a rebalance).", "short",
+                      (Query("sum by (connector, task, reason) (increase(cdcwatch_connect_task_restarts_total"
+                             f"{{{_SEL}}}[$__rate_interval]))", "{{connector}}/{{task}} {{reason}}",
+                             when="the worker's JMX is collected"),),
+                      alerts=("CdcConnectTaskRestarting",)),
+            PanelSpec("Running since", "How long each task and each worker JVM have run since their last start.", "s",
+                      (Query(f"time() - max by (connector, task) (cdcwatch_connect_task_start_time_seconds{{{_SEL}}})",
+                             "{{connector}}/{{task}}", when="the worker's JMX is collected"),
+                       Query('time() - max by (target) (cdcwatch_connect_worker_start_time_seconds{%(cdcwatch)s, '
+                             'target=~"$worker"})', "worker {{target}}", when="the worker's JMX is collected"))),
+            PanelSpec("Pipelines", "Each connector's server name (topic.prefix), replication slot, database and Debezium "
+                      "plugin, from its configuration; a server name used twice is a conflict.", "none",
+                      (Query("max by (connector, server, slot, database, plugin) "
+                             f"(cdcwatch_connect_connector_pipeline_info{{{_SEL}}})", ""),
+                       Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch)s, target=~"$worker"}) > 0',
+                             "", when="two connectors share a server name")),
+                      kind="table", alerts=("CdcConnectServerNameConflict",)),
         )),
         ("Records", (
             PanelSpec("Records polled and written", "Records the source tasks poll from Debezium and write to Kafka, per "

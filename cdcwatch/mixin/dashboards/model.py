@@ -37,7 +37,7 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
-__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
+__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
            "build", "conditional_queries", "panel_queries", "threshold_alert"]
 
 
@@ -197,5 +197,6 @@ def panel_queries(model: dict[str, Any]) -> list[tuple[str, str]]:
 CONNECTED = (Mapping(0, "disconnected", "red"), Mapping(1, "connected", "green"))
 UP = (Mapping(0, "down", "red"), Mapping(1, "up", "green"))
 ACTIVE = (Mapping(0, "inactive", "red"), Mapping(1, "active", "green"))
+UNIQUE = (Mapping(0, "unique", "green"),)
 STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "yellow"), Mapping(2, "STALL", "red"), Mapping(3, "STOP", "red"),
           Mapping(4, "REWIND", "orange"))

@@ -1,6 +1,16 @@
 """The pipeline overview: one row per stage, end-to-end freshness first."""
 
-from cdcwatch.mixin.dashboards.model import ACTIVE, CONNECTED, UP, DashboardSpec, PanelSpec, Query, Threshold, Variable
+from cdcwatch.mixin.dashboards.model import (
+    ACTIVE,
+    CONNECTED,
+    UNIQUE,
+    UP,
+    DashboardSpec,
+    PanelSpec,
+    Query,
+    Threshold,
+    Variable,
+)
 
 __all__ = ["OVERVIEW"]
 
@@ -18,6 +28,17 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Apply lag p99", "How long after their source commit the last batch's changes were applied (p99).", "s",
                       (Query('query:cdcwatch_spark_apply_lag_seconds:p99{%(scope)s, server=~"$server"}', "{{query}} ({{server}})"),),
                       threshold=Threshold("spark_apply_lag_seconds")),
+        )),
+        ("Pipelines: connector ↔ server ↔ slot ↔ database", (
+            PanelSpec("Pipelines", "Each connector's identity across the stages, from its configuration in Kafka Connect: "
+                      "the server name every stage's series carry, its replication slot and database, the Debezium "
+                      "plugin.", "none",
+                      (Query("max by (connector, server, slot, database, plugin) (cdcwatch_connect_connector_pipeline_info"
+                             '{%(cdcwatch)s, server=~"$server"})', ""),), kind="table"),
+            PanelSpec("Server names used twice", "Other Debezium connectors that use the same server name (topic.prefix): "
+                      "0 is right; more means their topics and Debezium metrics collide.", "none",
+                      (Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch)s, server=~"$server"})',
+                             "{{server}}"),), kind="stat", mappings=UNIQUE, alerts=("CdcConnectServerNameConflict",)),
         )),
         ("Source: PostgreSQL replication slots", (
             PanelSpec("WAL retained by the slot", "WAL the database keeps for the slot (current position − restart_lsn).",
@@ -47,6 +68,12 @@ OVERVIEW = DashboardSpec(
                       (Query('count by (connector, state) (cdcwatch_connect_task_state{%(cdcwatch)s, state!="RUNNING", '
                              'server=~"$server"} == 1)', "{{connector}} {{state}}", when="a task is not RUNNING"),), kind="stat",
                       alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
+            PanelSpec("Task restarts in 30 minutes", "Restarts of each task in the last 30 minutes (the worker JVM's or "
+                      "the task's own), as the restart alert counts them.", "short",
+                      (Query("sum by (connector, task) (increase(cdcwatch_connect_task_restarts_total"
+                             '{%(cdcwatch)s, server=~"$server"}[30m]))', "{{connector}}/{{task}}",
+                             when="the worker's JMX is collected"),),
+                      threshold=Threshold("connect_task_restarts")),
         )),
         ("Kafka", (
             PanelSpec("Newest change in Kafka: age", "Age of the newest source commit any topic of the server holds.", "s",
