@@ -73,21 +73,37 @@ class _Traffic:
         self.pg = pg
         self.next_id = first_id
         self.stop = threading.Event()
+        self.paused = threading.Event()
         self.lock = threading.Lock()
+        self.writing = threading.Lock()
+
+    def pause(self) -> None:
+        """No writes from now on (a check that needs the source still): returns once the tick in progress is done."""
+        self.paused.set()
+        with self.writing:
+            pass
+
+    def resume(self) -> None:
+        self.paused.clear()
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
-            with self.lock:
-                new, victim = self.next_id, random.randint(1, self.next_id - 1)
-                self.next_id += 1
-            statements = [f"INSERT INTO customers VALUES ({new}, 'customer {new}', now())",
-                          f"UPDATE customers SET name = name || '+', updated_at = now() WHERE id = {victim}"]
-            if new % 5 == 0:
-                statements.append(f"DELETE FROM customers WHERE id = {random.randint(1, new - 1)}")
-            try:
-                self.pg.sql("; ".join(statements))
-            except StackError:
-                pass  # the source is down (a scenario): try again next tick
+            with self.writing:
+                if not self.paused.is_set():
+                    self._tick()
+
+    def _tick(self) -> None:
+        with self.lock:
+            new, victim = self.next_id, random.randint(1, self.next_id - 1)
+            self.next_id += 1
+        statements = [f"INSERT INTO customers VALUES ({new}, 'customer {new}', now())",
+                      f"UPDATE customers SET name = name || '+', updated_at = now() WHERE id = {victim}"]
+        if new % 5 == 0:
+            statements.append(f"DELETE FROM customers WHERE id = {random.randint(1, new - 1)}")
+        try:
+            self.pg.sql("; ".join(statements))
+        except StackError:
+            pass  # the source is down (a scenario): try again next tick
 
     def burst(self, rows: int) -> None:
         with self.lock:
