@@ -220,6 +220,10 @@ class KafkaClusterConfig(_Strict):
     max_partitions: int = Field(10000, ge=1, description="Cap on group partitions reported; the rest are dropped and counted.")
     lag_seconds: bool = Field(True, description="Read message timestamps to report lag in seconds.")
     freshness: bool = Field(True, description="Read the newest message of each partition for the source commit time (Debezium topics).")
+    retention: bool = Field(True, description=(
+        "Read each topic's cleanup.policy, retention.ms and retention.bytes (DescribeConfigs) for the retention runway."))
+    retention_refresh_seconds: float = Field(300, gt=0, description=(
+        "How old the topics' retention settings may get before they are read again (never waited for by a scrape)."))
     topic_servers: dict[str, str] = Field(default_factory=dict, description=(
         "Topic regex -> Debezium server (topic.prefix) label; without a match the newest message's source.name is used."))
     status: StatusSettings = Field(default_factory=StatusSettings, description="Consumer status evaluation.")

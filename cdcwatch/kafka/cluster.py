@@ -1,19 +1,22 @@
-"""One memoised batch of broker requests per scrape: topics, log start/end offsets, groups, commits."""
+"""One memoised batch of broker requests per scrape: topics, log start/end offsets, groups, commits; and, every
+few minutes, the topics' retention settings (DescribeConfigs), whose answers no scrape waits for."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from cdcwatch.config import KafkaClusterConfig
 
-__all__ = ["ClientErrors", "ClusterReader", "ClusterState", "GroupState", "client_settings"]
+__all__ = ["ClientErrors", "ClusterReader", "ClusterState", "GroupState", "Retention", "RetentionSettings",
+           "client_settings", "retention_of"]
 
 log = logging.getLogger("cdcwatch.kafka")
 
@@ -66,6 +69,84 @@ class GroupState:
     """Committed offset per partition the group has committed to; None: the group has no commit there."""
 
 
+@dataclass(frozen=True)
+class Retention:
+    """How long and how much of a partition a topic keeps before deleting its oldest segments; None where it
+    deletes nothing that way (retention -1, or a topic that only compacts)."""
+
+    ms: int | None
+    bytes: int | None
+    """retention.bytes is per partition."""
+
+
+def retention_of(settings: Mapping[str, str | None]) -> Retention:
+    """The retention a topic's effective settings (cleanup.policy, retention.ms, retention.bytes) give."""
+    policies = {p.strip() for p in (settings.get("cleanup.policy") or "delete").split(",")}
+    if "delete" not in policies:
+        return Retention(None, None)
+
+    def limit(name: str) -> int | None:
+        try:
+            value = int(settings.get(name) or -1)
+        except ValueError:
+            return None
+        return value if value >= 0 else None
+
+    return Retention(limit("retention.ms"), limit("retention.bytes"))
+
+
+RETENTION_SETTINGS = ("cleanup.policy", "retention.ms", "retention.bytes")
+
+
+class RetentionSettings:
+    """The topics' retention, read with DescribeConfigs at most every `refresh_seconds` per topic.
+
+    A request is sent with a scrape's other requests and harvested by whichever later scrape finds it
+    answered: no scrape waits for it. A topic whose settings cannot be read (no DescribeConfigs
+    permission) keeps what was read before, or stays unknown.
+    """
+
+    def __init__(self, refresh_seconds: float, known: Mapping[str, Retention] | None = None) -> None:
+        self.refresh_seconds = refresh_seconds
+        self.known: dict[str, Retention] = dict(known or {})
+        self._asked: dict[str, float] = {}
+        self._pending: dict[str, Future[Any]] = {}
+        self._complained = False
+
+    def request(self, admin: AdminClient, topics: Iterable[str], deadline: float) -> None:
+        now = time.monotonic()
+        due = [topic for topic in topics if topic not in self._pending
+               and now - self._asked.get(topic, -float("inf")) >= self.refresh_seconds]
+        if not due:
+            return
+        # nobody waits for the answer: it may take longer than the scrape, up to a minute
+        futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic) for topic in due],
+                                         request_timeout=max(_left(deadline), min(self.refresh_seconds, 60.0)))
+        for resource, future in futures.items():
+            self._pending[resource.name] = future
+            self._asked[resource.name] = now
+
+    def current(self, topics: Mapping[str, int]) -> dict[str, Retention]:
+        """What is known of `topics`, with every answer that has arrived; topics that are gone are forgotten."""
+        for topic, future in list(self._pending.items()):
+            if not future.done():
+                continue
+            del self._pending[topic]
+            try:
+                entries = future.result()
+            except KafkaException as exc:
+                if not self._complained:
+                    log.info("retention of topic %s not readable (DescribeConfigs): %s", topic, exc)
+                    self._complained = True
+                continue
+            self.known[topic] = retention_of({name: entries[name].value for name in RETENTION_SETTINGS if name in entries})
+        for gone in [t for t in self.known if t not in topics]:
+            del self.known[gone]
+        for gone in [t for t in self._asked if t not in topics and t not in self._pending]:
+            del self._asked[gone]
+        return {topic: self.known[topic] for topic in topics if topic in self.known}
+
+
 @dataclass
 class ClusterState:
     partitions: dict[str, int]
@@ -74,21 +155,28 @@ class ClusterState:
     end: dict[Partition, int]
     groups: list[GroupState]
     read_at: float
+    retention: dict[str, Retention] = field(default_factory=dict)
+    """Topic → its retention, where known (filled in by `ClusterReader.retention` after the other reads)."""
 
 
 class ClusterReader:
     """Reads a cluster's offsets and groups with one AdminClient, all requests in flight together."""
 
-    def __init__(self, cluster: KafkaClusterConfig) -> None:
+    def __init__(self, cluster: KafkaClusterConfig, retention_from: ClusterReader | None = None) -> None:
         self.cluster = cluster
         self.errors = ClientErrors()
         self.admin = AdminClient(client_settings(cluster, self.errors))
+        # a new client starts with what the old one read (its requests in flight are dropped with it)
+        self.retention_settings: RetentionSettings = RetentionSettings(
+            cluster.retention_refresh_seconds, retention_from.retention_settings.known if retention_from else None)
 
     def read(self, deadline: float) -> ClusterState:
         metadata = self.admin.list_topics(timeout=_left(deadline))
         partitions = {name: len(topic.partitions) for name, topic in metadata.topics.items()
                       if topic.error is None and self.cluster.topics.matches(name)}
         wanted = [TopicPartition(topic, p) for topic, count in partitions.items() for p in range(count)]
+        if self.cluster.retention:
+            self.retention_settings.request(self.admin, partitions, deadline)
         starts = self._list_offsets(wanted, OffsetSpec.earliest(), deadline)
         ends = self._list_offsets(wanted, OffsetSpec.latest(), deadline)
         names = self._group_names(deadline)
@@ -130,6 +218,11 @@ class ClusterReader:
             for partition in range(partitions[topic]):
                 group.committed.setdefault((topic, partition), None)
         return group
+
+    def retention(self, state: ClusterState) -> None:
+        """Fill in `state.retention` with the retention settings known by now (never waits)."""
+        if self.cluster.retention:
+            state.retention = self.retention_settings.current(state.partitions)
 
     def explain(self, exc: BaseException) -> BaseException:
         """Why a read failed: `exc`, or the authentication/TLS error the client reported meanwhile."""

@@ -1,8 +1,10 @@
-"""The `kafka` collector: consumer-group lag in offsets, in seconds and as a status, plus CDC freshness.
+"""The `kafka` collector: consumer-group lag in offsets, in seconds and as a status, how close retention is
+to deleting what a group has yet to read, plus CDC freshness.
 
 Everything is read at scrape time under the cluster's deadline: one batch of broker requests
 (cluster.py), then bounded single-message reads for lag in seconds and freshness (messages.py),
-both cached so a steady group or an idle topic costs no fetch.
+both cached so a steady group or an idle topic costs no fetch. The topics' retention settings are
+read every few minutes, and no scrape waits for them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ KAFKA_METRICS = metric_specs(
     MetricSpec("cdcwatch_kafka_log_end_offset", "gauge", (
         "Offset the next message will get (high watermark; summed at topic granularity)."),
         ("topic", "partition")),
+    MetricSpec("cdcwatch_kafka_topic_retention_seconds", "gauge", (
+        "retention.ms of a topic that deletes by time, in seconds (absent for -1 and for topics that only compact)."),
+        ("topic",)),
+    MetricSpec("cdcwatch_kafka_topic_retention_bytes", "gauge", (
+        "retention.bytes of a topic that deletes by size: what each partition keeps at most (absent for -1)."),
+        ("topic",)),
     MetricSpec("cdcwatch_kafka_newest_source_commit_timestamp_seconds", "gauge", (
         "Source commit time of the newest Debezium event in the partition (payload.source.ts_ms; TiCDC: "
         "commit_ts physical part); the newest of the topic's partitions at topic granularity."),
@@ -50,6 +58,21 @@ KAFKA_METRICS = metric_specs(
         "event's own payload.ts_ms, else method=interpolated, from (time, end offset) samples (a lower bound "
         "at first)."),
         (*_PARTITION, "server", "method")),
+    MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_runway_seconds", "gauge", (
+        "Time until retention may delete the next message the group will consume, in the partition where that "
+        "comes first: the topic's retention.ms minus that message's age (its lag in seconds); all of retention.ms "
+        "when caught up, negative when overdue. A lower bound: a segment is deleted once its newest message is "
+        "that old."),
+        ("group", "topic", "server")),
+    MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_used_ratio", "gauge", (
+        "Age of the next message the group will consume as a share of the topic's retention.ms, the largest of "
+        "the topic's partitions (1: due for deletion)."),
+        ("group", "topic", "server")),
+    MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_margin_messages", "gauge", (
+        "Committed offset minus log start offset, the smallest of the topic's partitions: the messages retention "
+        "can delete before it deletes one the group has not read. 0: the next deletion loses data (if the group "
+        "lags); negative: messages were deleted unread."),
+        ("group", "topic")),
     MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_messages", "gauge", (
         "Lag in messages summed over the topic's partitions."),
         ("group", "topic", "server")),
@@ -79,7 +102,11 @@ KAFKA_METRICS = metric_specs(
         "request) or source=broker (fetched)."),
         ("source",)),
 )
-"""Each metric's labels are those besides `target` and the static labels; `partition` only at `granularity: partition`."""
+"""Each metric's labels are those besides `target` and the static labels; `partition` only at `granularity: partition`.
+
+The retention families are per group and topic at either granularity: per partition they are what the partition
+series already give (retention.ms minus lag in seconds, committed minus log start offset), and three more series
+per group partition would not fit `max_series_per_target` at `max_partitions`."""
 
 GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EMPTY", "DEAD", "UNKNOWN")
 
@@ -98,6 +125,12 @@ class _Row:
     lag_seconds: float | None = None
     method: str = ""
     status: ConsumerStatus = ConsumerStatus.OK
+    margin: int | None = None
+    """Committed offset minus log start offset."""
+    runway: float | None = None
+    """Seconds until retention.ms reaches the next message to consume."""
+    used: float | None = None
+    """That message's age over retention.ms."""
 
 
 class KafkaCollector:
@@ -130,7 +163,8 @@ class KafkaCollector:
 
     def _reconnect(self) -> None:
         old_reader, old_messages = self.reader, self.messages
-        self.reader, self.messages = ClusterReader(self.cluster), MessageReader(self.cluster, caches_from=old_messages)
+        self.reader = ClusterReader(self.cluster, retention_from=old_reader)
+        self.messages = MessageReader(self.cluster, caches_from=old_messages)
         old_reader.close()
         threading.Thread(target=old_messages.close, daemon=True).start()  # close() may block on a dead broker
 
@@ -143,6 +177,8 @@ class KafkaCollector:
         rows = self._rows(state)
         if self.cluster.lag_seconds:
             self._lag_seconds(rows, state, deadline)
+        self.reader.retention(state)  # the answers that arrived meanwhile
+        self._runway(rows, state)
         self._statuses(rows, state.read_at)
         builder = FamilyBuilder()
         self._topic_families(builder, state, newest)
@@ -173,7 +209,8 @@ class KafkaCollector:
                     continue
                 end, start = state.end.get((topic, partition), 0), state.start.get((topic, partition), 0)
                 lag = end - (committed if committed is not None else start)
-                rows.append(_Row(group, topic, partition, committed, max(lag, 0)))
+                margin = None if committed is None else committed - start
+                rows.append(_Row(group, topic, partition, committed, max(lag, 0), margin=margin))
         return rows
 
     def _lag_seconds(self, rows: list[_Row], state: ClusterState, deadline: float) -> None:
@@ -195,6 +232,18 @@ class KafkaCollector:
             written = self.history[(row.topic, row.partition)].written_at(row.committed)
             if written is not None:
                 row.lag_seconds, row.method = max(state.read_at - written, 0.0), "interpolated"
+
+    @staticmethod
+    def _runway(rows: list[_Row], state: ClusterState) -> None:
+        """How close time retention is to the next message each group will consume (where both are known)."""
+        for row in rows:
+            retention = state.retention.get(row.topic)
+            if retention is None or retention.ms is None or row.lag_seconds is None:
+                continue
+            keep = retention.ms / 1000
+            row.runway = keep - row.lag_seconds
+            if keep > 0:
+                row.used = row.lag_seconds / keep
 
     def _statuses(self, rows: list[_Row], now: float) -> None:
         windows: dict[tuple[str, str, int], StatusWindow] = {}
@@ -226,6 +275,11 @@ class KafkaCollector:
         for topic, count in sorted(state.partitions.items()):
             server = self._server(topic)
             self._add(builder, "cdcwatch_kafka_topic_partitions", count, topic=topic, server=server)
+            retention = state.retention.get(topic)
+            if retention is not None and retention.ms is not None:
+                self._add(builder, "cdcwatch_kafka_topic_retention_seconds", retention.ms / 1000, topic=topic)
+            if retention is not None and retention.bytes is not None:
+                self._add(builder, "cdcwatch_kafka_topic_retention_bytes", retention.bytes, topic=topic)
             partitions = range(count)
             if per_partition:
                 for p in partitions:
@@ -263,6 +317,7 @@ class KafkaCollector:
                           topic=topic, server=server)
             self._add(builder, "cdcwatch_kafka_consumergroup_uncommitted_partitions",
                       sum(r.committed is None for r in members), group=group_name, topic=topic)
+            self._topic_retention(builder, group_name, topic, server, members)
             worst = max((r.status for r in members), key=SEVERITY.__getitem__)
             for status in ConsumerStatus:
                 self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group_name,
@@ -270,6 +325,20 @@ class KafkaCollector:
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
         for source, count in self.messages.reads.items():
             self._add(builder, "cdcwatch_kafka_message_reads_total", count, source=source)
+
+    def _topic_retention(self, builder: FamilyBuilder, group: str, topic: str, server: str, members: list[_Row]) -> None:
+        """The partition closest to losing data speaks for the topic."""
+        where = {"group": group, "topic": topic}
+        runways = [r.runway for r in members if r.runway is not None]
+        if runways:
+            self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_runway_seconds", min(runways), server=server,
+                      **where)
+        used = [r.used for r in members if r.used is not None]
+        if used:
+            self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_used_ratio", max(used), server=server, **where)
+        margins = [r.margin for r in members if r.margin is not None]
+        if margins:
+            self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_margin_messages", min(margins), **where)
 
     def _partition_series(self, builder: FamilyBuilder, rows: list[_Row]) -> None:
         """The per-partition series: tens of thousands on a large cluster, so samples are appended directly

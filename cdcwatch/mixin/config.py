@@ -50,6 +50,10 @@ class Thresholds(_Strict):
     snapshot_max_seconds: PositiveFloat = 6 * 3600
     kafka_lag_seconds: PositiveFloat = 300
     kafka_data_age_seconds: PositiveFloat = 3600
+    kafka_retention_runway_warning_seconds: PositiveFloat = 6 * 3600
+    kafka_retention_runway_critical_seconds: PositiveFloat = 3600
+    """Time left before retention.ms reaches the next message a group will consume (of a group that is past half
+    of the topic's retention)."""
     spark_apply_lag_seconds: PositiveFloat = 120
     spark_freshness_seconds: PositiveFloat = 300
     spark_duplicates_ratio: PositiveFloat = 0.05
@@ -57,6 +61,10 @@ class Thresholds(_Strict):
     slot_retained_wal_bytes: PositiveFloat = 10 * 1024**3
     slot_safe_wal_horizon_seconds: PositiveFloat = 6 * 3600
     """How far ahead `predict_linear` looks for a slot's safe_wal_size reaching 0."""
+    slot_wal_runway_warning_seconds: PositiveFloat = 6 * 3600
+    slot_wal_runway_critical_seconds: PositiveFloat = 3600
+    """Time left, at the current WAL rate, before a slot's safe_wal_size runs out (of a slot holding more WAL than it
+    has left)."""
     scrape_duration_seconds: PositiveFloat = 5
     connect_task_restarts: PositiveFloat = 2
     """Restarts of one task within 30 minutes that are still normal (a deploy, a rebalance); more is flapping."""

@@ -47,6 +47,15 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("CdcSparkQueryFailed", "CdcSparkNoProgress"), ("CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh"), ("query",)),
     Inhibition("no Spark listener reports at all: the freshness alerts that remember its vanished series",
                ("CdcSparkDriverAbsent",), ("CdcSparkFreshnessTooOld",), ()),
+    Inhibition("a replication slot already loses WAL, or is about to: the warnings about the same slot's WAL",
+               ("CdcPostgresSlotWalAtRisk", "CdcPostgresSlotRunwayCritical"),
+               ("CdcPostgresSlotRunwayShort", "CdcPostgresSlotSafeWalRunningOut", "CdcPostgresSlotRetainedWalHigh"),
+               ("job", "instance", "target", "slot")),
+    Inhibition("a replication slot already loses WAL: its runway", ("CdcPostgresSlotWalAtRisk",),
+               ("CdcPostgresSlotRunwayCritical",), ("job", "instance", "target", "slot")),
+    Inhibition("retention is about to overtake a consumer group: the warnings about the same group and topic",
+               ("CdcKafkaRetentionRunwayCritical",), ("CdcKafkaRetentionRunwayShort", "CdcKafkaConsumerLagHigh"),
+               ("job", "instance", "target", "group", "topic")),
 )
 
 

@@ -111,7 +111,8 @@ def _seconds(text: str) -> int:
     return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
-_UNIT_AXES = {"s": "seconds", "bytes": "bytes", "percentunit": "percent", "ops": "per second", "short": "", "none": ""}
+_UNIT_AXES = {"s": "seconds", "bytes": "bytes", "Bps": "bytes per second", "percentunit": "percent", "ops": "per second",
+              "short": "", "none": ""}
 
 
 def _axis_formatter(unit: str) -> Any:
@@ -120,7 +121,7 @@ def _axis_formatter(unit: str) -> Any:
 
     formats: dict[str, Callable[[float], str]] = {
         "s": humanize_duration, "bytes": lambda v: f"{humanize1024(v)}B", "percentunit": lambda v: f"{v * 100:.4g}%",
-        "ops": lambda v: f"{humanize(v)}/s"}
+        "Bps": lambda v: f"{humanize1024(v)}B/s", "ops": lambda v: f"{humanize(v)}/s"}
     return FuncFormatter(lambda value, _: formats.get(unit, humanize)(value))
 
 

@@ -1,21 +1,27 @@
 """The `postgres` collector: per replication slot, whether it is active, how much WAL it retains,
-how far its consumer's confirmed flush lags, and since when it has not advanced.
+how far its consumer's confirmed flush lags, and since when it has not advanced; per source, the
+current WAL position (its slope is the WAL rate the slots' runway is measured against) and the size
+of the WAL directory.
 
-One read-only query per scrape on a fresh connection under the source's deadline; a source that
-is down or slow gives `cdcwatch_up{collector="postgres"} 0`.
+Three read-only statements per scrape on a fresh connection under the source's deadline; a source
+that is down or slow gives `cdcwatch_up{collector="postgres"} 0`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 import psycopg
+import psycopg.errors
 
 from cdcwatch.config import PostgresSourceConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 
-__all__ = ["SLOT_METRICS", "SLOTS_QUERY", "WAL_STATUSES", "ReplicationSlotCollector"]
+__all__ = ["POSITION_QUERY", "SLOT_METRICS", "SLOTS_QUERY", "WAL_DIRECTORY_QUERY", "WAL_STATUSES", "ReplicationSlotCollector"]
+
+log = logging.getLogger("cdcwatch.postgres")
 
 SLOTS_QUERY = """
 SELECT slot_name, coalesce(plugin, ''), slot_type, coalesce(database, ''), active, coalesce(wal_status, ''),
@@ -28,10 +34,31 @@ FROM pg_replication_slots,
 """
 """Read-only: pg_replication_slots and the current WAL position (the replay position on a standby)."""
 
+POSITION_QUERY = """
+SELECT pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END,
+                       '0/0')::bigint
+"""
+"""The current WAL position as a byte number (the position safe_wal_size is measured from)."""
+
+WAL_DIRECTORY_QUERY = "SELECT coalesce(sum(size), 0)::bigint FROM pg_ls_waldir()"
+"""The WAL directory's size; pg_ls_waldir() needs superuser or pg_monitor, and the result is left out without."""
+
+_NOT_PERMITTED = (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction,
+                  psycopg.errors.FeatureNotSupported)
+"""Why the WAL directory may not be listable: a role without pg_monitor, a PostgreSQL-compatible server without
+pg_ls_waldir (YugabyteDB). The slots are still collected."""
+
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
 SLOT_METRICS = metric_specs(
     # labels besides target and the source's static labels
+    MetricSpec("cdcwatch_postgres_wal_position_bytes", "gauge", (
+        "Current WAL position (LSN) as a byte number: pg_current_wal_lsn(), on a standby "
+        "pg_last_wal_replay_lsn(). Its slope is the WAL rate; it goes back only on a failover to a server "
+        "with less WAL.")),
+    MetricSpec("cdcwatch_postgres_wal_directory_bytes", "gauge", (
+        "Size of the files in the WAL directory (pg_ls_waldir(); absent where the role may not list it: grant "
+        "pg_monitor).")),
     MetricSpec("cdcwatch_postgres_replication_slots", "gauge", "Replication slots reported on the source."),
     MetricSpec("cdcwatch_postgres_replication_slot_active", "gauge", (
         "1 if a consumer is connected to the slot."),
@@ -79,6 +106,8 @@ class ReplicationSlotCollector:
         self.source = source
         self.target = source.name
         self.advanced: dict[str, tuple[str | None, float]] = {}
+        self.wal_directory_denied = False
+        """The WAL directory could not be listed (said once in the log, tried again every scrape)."""
 
     def _connect(self, deadline: float) -> psycopg.Connection:
         password = self.source.password.get_secret_value() if self.source.password else None
@@ -93,9 +122,15 @@ class ReplicationSlotCollector:
         with self._connect(deadline) as connection:
             connection.read_only = True
             rows = connection.execute(SLOTS_QUERY).fetchall()
+            wal_position = _one(connection.execute(POSITION_QUERY).fetchone())
+            wal_directory = self._wal_directory(connection)
         now = time.time()
         slots = [_Slot(*row) for row in rows if self.source.slots.matches(row[0])]
         builder = FamilyBuilder()
+        if wal_position is not None:  # NULL on a standby that has replayed nothing yet
+            self._add(builder, "cdcwatch_postgres_wal_position_bytes", wal_position)
+        if wal_directory is not None:
+            self._add(builder, "cdcwatch_postgres_wal_directory_bytes", wal_directory)
         self._add(builder, "cdcwatch_postgres_replication_slots", len(slots))
         seen: dict[str, tuple[str | None, float]] = {}
         for slot in slots:
@@ -117,8 +152,24 @@ class ReplicationSlotCollector:
         inactive = sum(not slot.active for slot in slots)
         return Collection(builder.families(), f"{len(slots)} slots, {inactive} inactive")
 
+    def _wal_directory(self, connection: psycopg.Connection) -> int | None:
+        try:
+            size = _one(connection.execute(WAL_DIRECTORY_QUERY).fetchone())
+        except _NOT_PERMITTED as exc:
+            if not self.wal_directory_denied:
+                log.info("%s: the WAL directory's size is not reported: %s", self.target, str(exc).strip())
+                self.wal_directory_denied = True
+            return None
+        self.wal_directory_denied = False
+        return size
+
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
         builder.add_spec(SLOT_METRICS[metric], value, {"target": self.target, **self.source.labels}, **labels)
 
     def close(self) -> None:
         """Nothing is held open between scrapes."""
+
+
+def _one(row: tuple[object, ...] | None) -> int | None:
+    value = row[0] if row else None
+    return int(value) if isinstance(value, int) else None

@@ -5,6 +5,11 @@ Messages carry broker timestamps a minute apart (CreateTime set by the producer)
 the message one offset off, or the payload's time instead of the broker's, misses the expected lag
 by far more than the time the scrape itself took. Apache Kafka's own `kafka-consumer-groups
 --describe` reads the same broker as an independent peer.
+
+The retention runway is checked against the topic settings the test sets and the timestamps it
+writes (ten minutes apart, so one message off misses by far more than a scrape takes); the margin to
+the log start against the broker's own log start offset, while the broker's retention deletes
+segments under a group that has not read them.
 """
 
 from __future__ import annotations
@@ -15,9 +20,14 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
+from cdcwatch.mixin import MixinConfig
+from cdcwatch.mixin.generate import rules_yaml
+from cdcwatch.mixin.preview import PrometheusApi
 from devstack.kafka import SCRAM_PASSWORD
 from devstack.procs import wait_for
+from devstack.prometheus import PrometheusServer
 from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration
@@ -29,6 +39,15 @@ PER_PARTITION = 6
 SPACING_S = 60
 T0_MS = int(time.time() * 1000) - 3_600_000  # the first message was written an hour ago
 STATUS_CODES = ("OK", "WARN", "STALL", "STOP", "REWIND")
+RETAINED = f"{SERVER}.public.retained"    # CreateTime, 2 partitions, a segment per message
+RETENTION_S = 2 * 3600
+RETENTION_BYTES = 1 << 30
+AGES_MIN = {0: (100, 90, 80, 70, 60, 50), 1: (30, 20, 10)}
+"""How old each message of RETAINED is when written, in minutes, per partition and offset."""
+RUNWAY = "cdcwatch_kafka_consumergroup_topic_retention_runway_seconds"
+USED = "cdcwatch_kafka_consumergroup_topic_retention_used_ratio"
+MARGIN = "cdcwatch_kafka_consumergroup_topic_retention_margin_messages"
+FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5s", "instant": "1s"}})
 
 
 def created_ms(partition: int, index: int) -> int:
@@ -227,6 +246,119 @@ def test_filters_topic_servers_granularity_and_the_partition_cap(kafka, topics, 
     # one group partition reported (partition 0: lag 4), the other two dropped and counted
     assert value(values, "cdcwatch_kafka_consumergroup_topic_lag_messages", target="capped", group="apply-job") == 4
     assert value(values, "cdcwatch_kafka_series_dropped_total", target="capped") == 2
+
+
+def log_start(kafka, topic: str, partition: int) -> int:
+    """The broker's own log start offset of a partition."""
+    consumer = Consumer({**client(kafka), "group.id": "test-watermarks"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[0]
+    finally:
+        consumer.close()
+
+
+def set_retention_ms(kafka, topic: str, ms: int) -> None:
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", str(ms), incremental_operation=AlterConfigOpType.SET)])
+    admin = kafka.admin()
+    admin.incremental_alter_configs([resource])[resource].result(30)
+
+
+def bracketed_scrape(serve, ready):
+    """A scrape that satisfies `ready`, and the times just before and after it."""
+    before = time.time()
+    values = serve.scrape()
+    return (values, before, time.time()) if ready(values) else None
+
+
+def test_retention_runway_and_margin_agree_with_the_topic_config_and_the_brokers_log_start(
+        kafka, topics, serve_factory, stack_dir) -> None:
+    kafka.create_topic(RETAINED, 2, **{"retention.ms": str(RETENTION_S * 1000), "retention.bytes": str(RETENTION_BYTES),
+                                       "segment.ms": "60000"})
+    base = time.time()
+    written: dict[tuple[int, int], float] = {}
+    producer = Producer(client(kafka))
+    for partition, ages in AGES_MIN.items():
+        for offset, age in enumerate(ages):
+            stamp = int((base - age * 60) * 1000)
+            producer.produce(RETAINED, partition=partition, value=event(partition, offset, stamp), timestamp=stamp)
+            # one append per message, ten minutes of timestamps after the last: each rolls a segment (segment.ms 1 min)
+            assert producer.flush(10) == 0
+            written[(partition, offset)] = stamp / 1000
+    # partition 0: 80 minutes behind, past half of the 2 hours; partition 1 caught up. Another group caught up on both.
+    commit(kafka, "retention-job", {(RETAINED, 0): 2, (RETAINED, 1): 3})
+    commit(kafka, "retention-caught-up-job", {(RETAINED, 0): 6, (RETAINED, 1): 3})
+    groups = "    retention_refresh_seconds: 1\n    groups: {allow: ['retention-.*', 'apply-job']}\n"
+    serve = serve_factory(kafka_config(kafka, "retention", groups))
+    behind = {"group": "retention-job", "topic": RETAINED}
+
+    caught_up = {"group": "retention-caught-up-job", "topic": RETAINED}
+
+    def margin_at_the_broker(committed: dict[int, int]) -> int:
+        """The smallest committed offset minus log start offset of the partitions, as the broker reports them."""
+        return min(offset - log_start(kafka, RETAINED, partition) for partition, offset in committed.items())
+
+    def check_runway(values, before: float, after: float, retention_s: float) -> None:
+        """retention.ms minus the age of offset 2 of partition 0 (the partition closer to deletion), its share of
+        retention.ms, within the time the scrape took."""
+        runway, used = value(values, RUNWAY, **behind), value(values, USED, **behind)
+        assert retention_s - (after - written[(0, 2)]) <= runway <= retention_s - (before - written[(0, 2)]), runway
+        assert (before - written[(0, 2)]) / retention_s <= used <= (after - written[(0, 2)]) / retention_s, used
+
+    # the same per group and topic at either granularity: from the partition closest to losing data
+    for serve_of in (serve, serve_factory(kafka_config(kafka, "retention-topic", groups + "    granularity: topic\n"))):
+        values, before, after = wait_for(lambda s=serve_of: bracketed_scrape(s, lambda v: value(v, RUNWAY, **behind)),
+                                         30, "the topic's retention settings to be read")
+        assert value(values, "cdcwatch_kafka_topic_retention_seconds", topic=RETAINED) == RETENTION_S
+        assert value(values, "cdcwatch_kafka_topic_retention_bytes", topic=RETAINED) == RETENTION_BYTES
+        check_runway(values, before, after, RETENTION_S)
+        assert value(values, RUNWAY, **caught_up) == RETENTION_S  # caught up: all of retention.ms left
+        assert value(values, USED, **caught_up) == 0
+        assert value(values, MARGIN, **behind) == margin_at_the_broker({0: 2, 1: 3}) == 2
+        assert value(values, MARGIN, **caught_up) == margin_at_the_broker({0: 6, 1: 3}) == 3
+        # a topic that keeps everything (retention.ms -1) has no retention and no runway
+        assert value(values, "cdcwatch_kafka_topic_retention_seconds", topic=CREATED) is None
+        assert not [n for n, ls in values if n in (RUNWAY, USED) and dict(ls)["topic"] == CREATED]
+        assert value(values, MARGIN, group="apply-job", topic=CREATED) == 2  # the uncommitted partition counts not
+
+    # the generated rules on a real Prometheus: the group 40 minutes from deletion pages, before anything is lost;
+    # the caught-up group on a topic that keeps less than the warning threshold stays quiet
+    rules = stack_dir / "retention-rules.yml"
+    rules.write_text(rules_yaml(FAST), encoding="utf-8")
+    prometheus = PrometheusServer(stack_dir / "retention-prometheus", {"cdcwatch": [f"127.0.0.1:{serve.port}"]}, [rules])
+    prometheus.start()
+    try:
+        api = PrometheusApi(prometheus.url)
+
+        def firing(alert: str) -> set[str]:
+            return {a["metric"]["group"] for a in api.query(
+                f'ALERTS{{alertname="{alert}", alertstate="firing", topic="{RETAINED}"}}')}
+
+        wait_for(lambda: firing("CdcKafkaRetentionRunwayCritical") == {"retention-job"}, 60, "the critical runway alert")
+        wait_for(lambda: firing("CdcKafkaRetentionRunwayShort") == {"retention-job"}, 30, "the runway warning")
+        assert log_start(kafka, RETAINED, 0) == 0, "the alerts fire before anything is deleted"
+    finally:
+        prometheus.stop()
+
+    # retention shortened to 85 minutes: the broker deletes the segments of offsets 0 and 1 (100 and 90 minutes old)
+    set_retention_ms(kafka, RETAINED, 85 * 60 * 1000)
+    wait_for(lambda: log_start(kafka, RETAINED, 0) == 2, 60, "retention to delete the two oldest segments")
+    values, before, after = wait_for(lambda: bracketed_scrape(
+        serve, lambda v: value(v, "cdcwatch_kafka_topic_retention_seconds", topic=RETAINED) == 85 * 60), 30,
+        "the new retention.ms to be read")
+    assert value(values, MARGIN, **behind) == margin_at_the_broker({0: 2, 1: 3}) == 0  # the next deletion loses data
+    check_runway(values, before, after, 85 * 60)
+
+    # 75 minutes: offset 2, the next one the group would read, is deleted unread
+    set_retention_ms(kafka, RETAINED, 75 * 60 * 1000)
+    wait_for(lambda: log_start(kafka, RETAINED, 0) == 3, 60, "retention to delete the segment of offset 2")
+    values, before, after = wait_for(lambda: bracketed_scrape(
+        serve, lambda v: value(v, "cdcwatch_kafka_topic_retention_seconds", topic=RETAINED) == 75 * 60), 30,
+        "the new retention.ms to be read")
+    assert value(values, MARGIN, **behind) == margin_at_the_broker({0: 2, 1: 3}) == -1
+    check_runway(values, before, after, 75 * 60)
+    assert value(values, RUNWAY, **behind) < 0 and value(values, USED, **behind) > 1  # overdue
+    promtool_check(serve.text())
 
 
 def test_a_topic_deleted_under_a_group_leaves_no_series_and_no_error(kafka, serve_factory) -> None:

@@ -3,17 +3,30 @@
 While the connector streams, its slot is active and tied to the connector's `server`; once the
 connector stops, writes make the retained WAL and the confirmed-flush lag grow while the slot's
 last advance stays put; the database going down gives up 0 within the deadline, and back, up 1.
+
+The runway: the WAL position is checked against `pg_current_wal_lsn()` read by the test, and
+safe_wal_size against the failure position the test computes from the slot's restart_lsn and
+`max_slot_wal_keep_size`; then, while the test writes WAL at a steady rate into a stopped slot, the
+generated rules on a real Prometheus must predict the moment PostgreSQL itself reports the slot
+`unreserved`, and the critical runway alert must fire before it.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 
+import psycopg
 import pytest
 
 from cdcwatch.events import decode
+from cdcwatch.mixin import MixinConfig
+from cdcwatch.mixin.generate import rules_yaml
+from cdcwatch.mixin.preview import PrometheusApi
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, wait_for
+from devstack.prometheus import PrometheusServer
 from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration
@@ -21,6 +34,13 @@ pytestmark = pytest.mark.integration
 SLOT = "slotwatch_dbz"
 MANUAL = "slotwatch_manual"
 SERVER = "slotsrv"
+RUNWAY_SLOT = "slotwatch_runway"
+KEEP_MB = 128
+CHUNK = 400_000
+"""Bytes of WAL message the writer emits every 0.1 s: 4 MB a second."""
+RUNWAY = "slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m"
+WAL_RATE = "target:cdcwatch_postgres_wal_position_bytes:deriv5m"
+FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5s", "instant": "1s"}})
 
 
 def config(postgres) -> str:
@@ -106,3 +126,99 @@ def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factor
     postgres.sql(f"SELECT pg_drop_replication_slot('{MANUAL}'); SELECT pg_drop_replication_slot('{SLOT}');")
     postgres.sql("ALTER SYSTEM RESET max_slot_wal_keep_size")
     postgres.sql("SELECT pg_reload_conf()")
+
+
+def _lsn(postgres, expression: str = "pg_current_wal_lsn()") -> int:
+    return int(postgres.sql(f"SELECT pg_wal_lsn_diff({expression}, '0/0')::bigint"))
+
+
+class WalWriter:
+    """Writes WAL at a steady rate (a non-transactional logical message every 0.1 s) until stopped."""
+
+    def __init__(self, port: int) -> None:
+        self.connection = psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
+                                          autocommit=True)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        due = time.monotonic()
+        while not self.stop.is_set():
+            self.connection.execute("SELECT pg_logical_emit_message(false, 'runway', repeat('x', %s))", (CHUNK,))
+            due += 0.1
+            self.stop.wait(max(due - time.monotonic(), 0))
+
+    def __enter__(self) -> WalWriter:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.connection.close()
+
+
+def test_wal_position_and_the_runway_of_a_stopped_slot(postgres, stack_dir, serve_factory) -> None:
+    postgres.sql(f"ALTER SYSTEM SET max_slot_wal_keep_size = '{KEEP_MB}MB'")
+    postgres.sql("SELECT pg_reload_conf()")
+    postgres.sql(f"SELECT pg_create_logical_replication_slot('{RUNWAY_SLOT}', 'pgoutput')")
+    prometheus = None
+    try:
+        serve = serve_factory(config(postgres))
+        # nothing writes: the position is pg_current_wal_lsn() as the test reads it around the scrape
+        before = _lsn(postgres)
+        values = serve.scrape()
+        after = _lsn(postgres)
+        position = value(values, "cdcwatch_postgres_wal_position_bytes", target="source")
+        assert before <= position <= after
+        assert value(values, "cdcwatch_postgres_wal_directory_bytes", target="source") >= 16 * 1024 * 1024
+        # safe_wal_size counts down to where PostgreSQL stops keeping the slot's WAL: restart_lsn's segment plus
+        # max_slot_wal_keep_size in segments, plus one
+        segment = int(postgres.sql("SELECT setting FROM pg_settings WHERE name = 'wal_segment_size'"))
+        restart = _lsn(postgres, f"(SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = '{RUNWAY_SLOT}')")
+        fails_at = (restart // segment + KEEP_MB * 1024 * 1024 // segment + 1) * segment
+        safe = slot_value(values, "safe_wal_size_bytes", slot=RUNWAY_SLOT)
+        assert fails_at <= safe + position <= fails_at + (after - before)
+
+        # the writer starts before Prometheus: every sample in its 5-minute windows is of the steady rate
+        with WalWriter(postgres.port):
+            written_from, started = _lsn(postgres), time.time()
+            rules = stack_dir / "runway-rules.yml"
+            rules.write_text(rules_yaml(FAST), encoding="utf-8")
+            prometheus = PrometheusServer(stack_dir / "runway-prometheus", {"cdcwatch": [f"127.0.0.1:{serve.port}"]},
+                                          [rules])
+            prometheus.start()
+            api = PrometheusApi(prometheus.url)
+            selector = f'{{slot="{RUNWAY_SLOT}"}}'
+            wait_for(lambda: api.query("count_over_time(cdcwatch_postgres_wal_position_bytes[5m]) >= 8"), 30,
+                     "eight samples of the WAL position")
+            # the recorded runway with the time of its evaluation: the moment the slot's WAL becomes removable
+            [series] = api.get("/api/v1/query", query=f"{RUNWAY}{selector}[3s]")["result"]
+            evaluated, runway = series["values"][-1][0], float(series["values"][-1][1])
+            [rate] = api.query(WAL_RATE)
+            assert 5 < runway < 60, runway
+
+            fired_at = lost_at = None
+            deadline = time.time() + runway + 30
+            while lost_at is None and time.time() < deadline:
+                status = postgres.sql(f"SELECT wal_status FROM pg_replication_slots WHERE slot_name = '{RUNWAY_SLOT}'")
+                if status in ("unreserved", "lost"):
+                    lost_at = time.time()
+                elif fired_at is None and api.query(
+                        f'ALERTS{{alertname="CdcPostgresSlotRunwayCritical", alertstate="firing", slot="{RUNWAY_SLOT}"}}'):
+                    fired_at = time.time()
+                time.sleep(0.1)
+            written = (_lsn(postgres) - written_from) / (time.time() - started)
+        assert lost_at is not None, "the slot never became unreserved"
+        # the WAL rate the rules use is the rate the test wrote
+        assert abs(float(rate["value"][1]) - written) <= 0.05 * written, (rate, written)
+        # predicted within a scrape interval and a WAL writer round (the effect: tens of seconds)
+        assert abs(lost_at - (evaluated + runway)) <= 2.0, (lost_at - evaluated, runway)
+        # the alert waits for the slot to hold more WAL than it has left, then for its `for`: still before the loss
+        assert fired_at is not None and fired_at < lost_at, (fired_at, lost_at)
+    finally:
+        if prometheus is not None:
+            prometheus.stop()
+        postgres.sql(f"SELECT pg_drop_replication_slot('{RUNWAY_SLOT}')")
+        postgres.sql("ALTER SYSTEM RESET max_slot_wal_keep_size")
+        postgres.sql("SELECT pg_reload_conf()")

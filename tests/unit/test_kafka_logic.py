@@ -1,9 +1,15 @@
-"""The kafka collector's own logic: consumer status over a window, interpolated write times, caches."""
+"""The kafka collector's own logic: consumer status over a window, interpolated write times, caches, the
+topics' retention settings."""
 
 from __future__ import annotations
 
-import pytest
+from concurrent.futures import Future
 
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import ConfigResource
+
+from cdcwatch.kafka.cluster import Retention, RetentionSettings, retention_of
 from cdcwatch.kafka.collector import KAFKA_METRICS
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import BoundedCache
@@ -63,3 +69,61 @@ def test_bounded_cache_forgets_the_least_recently_used() -> None:
 def test_every_kafka_metric_documents_its_labels() -> None:
     assert all(name.startswith("cdcwatch_kafka_") for name in KAFKA_METRICS)
     assert all(name.endswith("_total") == (spec.type == "counter") for name, spec in KAFKA_METRICS.items())
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"cleanup.policy": "delete", "retention.ms": "604800000", "retention.bytes": "-1"}, Retention(604800000, None)),
+    ({"cleanup.policy": "compact,delete", "retention.ms": "3600000", "retention.bytes": "1073741824"},
+     Retention(3600000, 1073741824)),
+    ({"cleanup.policy": "compact", "retention.ms": "3600000", "retention.bytes": "1073741824"}, Retention(None, None)),
+    ({"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}, Retention(None, None)),
+    ({"retention.ms": "0"}, Retention(0, None)),  # no policy reported: Kafka's default, delete
+])
+def test_retention_counts_only_where_the_topic_deletes(settings: dict[str, str], expected: Retention) -> None:
+    assert retention_of(settings) == expected
+
+
+class _Entry:
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class _Admin:
+    """Answers DescribeConfigs with futures the test resolves (or not) itself."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+        self.futures: dict[str, Future[dict[str, _Entry]]] = {}
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float) -> dict[ConfigResource, Future]:
+        self.asked.append([r.name for r in resources])
+        answers = {}
+        for resource in resources:
+            self.futures[resource.name] = answers[resource] = Future()
+        return answers
+
+    def answer(self, topic: str, retention_ms: str) -> None:
+        self.futures[topic].set_result({"cleanup.policy": _Entry("delete"), "retention.ms": _Entry(retention_ms),
+                                        "retention.bytes": _Entry("-1")})
+
+
+def test_retention_is_read_in_the_background_and_refreshed_at_its_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr("cdcwatch.kafka.cluster.time.monotonic", lambda: clock[0])
+    settings, admin = RetentionSettings(300), _Admin()
+    topics = {"a": 1, "b": 1}
+    settings.request(admin, topics, deadline=1005.0)
+    assert admin.asked == [["a", "b"]]
+    assert settings.current(topics) == {}  # not answered yet: nothing waits for it
+    admin.answer("a", "3600000")
+    assert settings.current(topics) == {"a": Retention(3600000, None)}
+    settings.request(admin, topics, deadline=1005.0)
+    assert admin.asked == [["a", "b"]]  # b is still in flight, a is fresh
+    admin.futures["b"].set_exception(KafkaException("TOPIC_AUTHORIZATION_FAILED"))
+    assert settings.current(topics) == {"a": Retention(3600000, None)}  # b stays unknown
+    clock[0] += 300
+    settings.request(admin, topics, deadline=clock[0] + 5)
+    assert admin.asked[-1] == ["a", "b"]
+    admin.futures["a"].set_exception(KafkaException("REQUEST_TIMED_OUT"))
+    assert settings.current(topics) == {"a": Retention(3600000, None)}  # a failed refresh keeps what was read
+    assert settings.current({"b": 1}) == {} and "a" not in settings.known  # a deleted topic is forgotten

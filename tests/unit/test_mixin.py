@@ -167,9 +167,13 @@ def test_selectors_and_thresholds_come_from_the_config() -> None:
     assert 'job="cdcwatch"' not in rules
 
 
-def test_the_runbook_names_the_alerts_the_integration_tests_prove_live() -> None:
-    live_sources = [ROOT / "tests" / "integration" / "test_observability.py", ROOT / "devstack" / "scenarios.py"]
+@pytest.mark.parametrize("heading, live_sources", [
+    ("Proven live: ", [ROOT / "tests" / "integration" / "test_observability.py", ROOT / "devstack" / "scenarios.py"]),
+    ("Fire live before the loss: ", [ROOT / "tests" / "integration" / "test_replication_slots.py",
+                                     ROOT / "tests" / "integration" / "test_kafka_lag.py"]),
+])
+def test_the_runbook_names_the_alerts_the_integration_tests_prove_live(heading: str, live_sources: list[Path]) -> None:
     names = {a.name for a in ALERTS}
     proven = {n for path in live_sources for n in re.findall(r"\b(Cdc\w+)\b", path.read_text()) if n in names}
-    line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith("Proven live: "))
-    assert proven and set(line.removeprefix("Proven live: ").split(", ")) == proven
+    line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith(heading))
+    assert proven and set(line.removeprefix(heading).split(", ")) == proven

@@ -1,12 +1,13 @@
 """Label sets the examples' input series share. They use the default selectors: job="cdcwatch" for the
 exporter, job="cdcwatch-spark" for the Spark listener."""
 
-__all__ = ["CONNECT", "DBZ", "EXPORTER", "JVM", "SLOT", "SPARK", "TOPIC"]
+__all__ = ["CONNECT", "DBZ", "EXPORTER", "JVM", "SLOT", "SOURCE", "SPARK", "TOPIC"]
 
 EXPORTER = 'job="cdcwatch",instance="exporter:10121"'
 SPARK = 'job="cdcwatch-spark",instance="driver:10122",query="apply"'
 JVM = f'{EXPORTER},target="connect"'
 DBZ = f'{JVM},plugin="postgres",server="inventory"'
 CONNECT = f'{EXPORTER},target="connect",connector="inventory-connector",server="inventory"'
-SLOT = f'{EXPORTER},target="pg",slot="inventory_slot",server="inventory"'
+SOURCE = f'{EXPORTER},target="pg"'
+SLOT = f'{SOURCE},slot="inventory_slot",server="inventory"'
 TOPIC = f'{EXPORTER},target="main",group="apply",topic="inventory.public.items",server="inventory"'

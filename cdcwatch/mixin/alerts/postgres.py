@@ -1,12 +1,42 @@
-"""PostgreSQL replication slots: a slot nobody reads, WAL piling up, WAL about to be lost."""
+"""PostgreSQL replication slots: a slot nobody reads, WAL piling up, WAL about to be lost, and how long the
+slot's safe_wal_size lasts at the rate WAL is written (its runway)."""
 
-from cdcwatch.mixin.alerts.examples import SLOT
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
+from cdcwatch.mixin.alerts.examples import SLOT, SOURCE
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
 
 _ACTIVE = f'{SLOT},slot_type="logical",plugin="pgoutput",database="shop"'
 _KEY = "job, instance, target, slot, server"
+_POSITION = "cdcwatch_postgres_wal_position_bytes"
+_SAFE = "cdcwatch_postgres_replication_slot_safe_wal_size_bytes"
+_RETAINED = "cdcwatch_postgres_replication_slot_retained_wal_bytes"
+_WAL_RATE = "target:cdcwatch_postgres_wal_position_bytes:deriv5m"
+_RUNWAY = "slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m"
+_MB_A_SECOND = "0+60000000x40"
+"""The WAL position of a source writing 1 MB of WAL a second (60 MB between two one-minute samples)."""
+
+RECORDINGS = (
+    # the position is a gauge (a failover can move it back): its slope, never below 0, is the WAL rate
+    Recording(_WAL_RATE, f"clamp_min(deriv({_POSITION}{{%(cdcwatch)s}}[5m]), 0)",
+              Case("1 MB a second", {f"{_POSITION}{{{SOURCE}}}": _MB_A_SECOND}, labels=labels_of(SOURCE), value=1000000)),
+    # seconds until the slot's safe_wal_size runs out if it stops advancing (+Inf while no WAL is written)
+    Recording(_RUNWAY, f"{_SAFE}{{%(cdcwatch)s}}\n/ on (job, instance, target) group_left ()\n  {_WAL_RATE}",
+              Case("18.8 GB left at 1 MB a second", {f"{_POSITION}{{{SOURCE}}}": _MB_A_SECOND,
+                                                     f"{_SAFE}{{{SLOT}}}": "20000000000-60000000x40"},
+                   labels=labels_of(SLOT), value=18800)),
+)
+
+_BEHIND = f"and\n  {_RETAINED}{{%(cdcwatch)s}} > {_SAFE}{{%(cdcwatch)s}}"
+"""The gate of the runway alerts: the slot holds more WAL than it has left (a slot that keeps up holds little)."""
+
+
+def _runway_series(safe: str, retained: str, position: str = _MB_A_SECOND) -> dict[str, str]:
+    return {f"{_POSITION}{{{SOURCE}}}": position, f"{_SAFE}{{{SLOT}}}": safe, f"{_RETAINED}{{{SLOT}}}": retained}
+
+
+_KEEPING_UP = Case("a slot that keeps up with a write burst: 1 GB budget, 1000 s of it, 16 MB held",
+                   _runway_series("1000000000x40", "16000000x40"))
 
 ALERTS = (
     Alert(
@@ -55,6 +85,38 @@ ALERTS = (
         quiet=Case("steady", {f"cdcwatch_postgres_replication_slot_safe_wal_size_bytes{{{SLOT}}}": "10000000000x40"}),
         since="1m", boundary_value=10000000000 - 50000000 * 11 - 50000000 / 60 * 21600,
     ),
+    Alert(
+        "CdcPostgresSlotRunwayShort",
+        f"{_RUNWAY} < %(slot_wal_runway_warning_seconds)s\n{_BEHIND}",
+        "warning", "warning",
+        "Replication slot {{ $labels.slot }} runs out of safe WAL soon",
+        "At the current WAL rate slot {{ $labels.slot }} (server {{ $labels.server }}) uses up its safe_wal_size in "
+        "{{ $value | humanizeDuration }} (threshold %(slot_wal_runway_warning_seconds)ss), and it already holds more "
+        "WAL than it has left; then WAL its connector needs becomes removable.",
+        fires=Case("1 MB a second, 18.8 GB left, 22.2 GB held", _runway_series("20000000000-60000000x40",
+                                                                            "21000000000+60000000x40"),
+                   labels=labels_of(SLOT), value=18800),
+        quiet=_KEEPING_UP,
+        since="1m", boundary_value=(20000000000 - 60000000 * 11) / 1000000,
+        more=(Case("an idle source writes no WAL", _runway_series("2000000000x40", "21000000000x40", "5000000000x40")),),
+    ),
+    Alert(
+        "CdcPostgresSlotRunwayCritical",
+        f"{_RUNWAY} < %(slot_wal_runway_critical_seconds)s\n{_BEHIND}",
+        "critical", "critical",
+        "Replication slot {{ $labels.slot }} is about to lose WAL",
+        "At the current WAL rate slot {{ $labels.slot }} (server {{ $labels.server }}) uses up its safe_wal_size in "
+        "{{ $value | humanizeDuration }} (threshold %(slot_wal_runway_critical_seconds)ss) and holds more WAL than "
+        "it has left; once it is used up the connector must snapshot again.",
+        fires=Case("1 MB a second, 2.3 GB left, 5.2 GB held", _runway_series("3500000000-60000000x40",
+                                                                          "4000000000+60000000x40"),
+                   labels=labels_of(SLOT), value=2300),
+        quiet=_KEEPING_UP,
+        since="1m", boundary_value=(3500000000 - 60000000 * 3) / 1000000,
+        more=(Case("a failover to a server with less WAL: its position goes back, not a burst of WAL",
+                   _runway_series("5000000000x40", "6000000000x40", "50000000000+60000000x20 40000000000+60000000x19"),
+                   at="24m"),),
+    ),
 )
 
-GROUP = Group("cdcwatch-postgres", (), ALERTS)
+GROUP = Group("cdcwatch-postgres", RECORDINGS, ALERTS)

@@ -1,4 +1,5 @@
-"""Kafka: consumer group lag in seconds, messages and status, its spread over partitions, topic throughput."""
+"""Kafka: consumer group lag in seconds, messages and status, its spread over partitions, how close retention is
+to what the groups have not read, topic throughput."""
 
 from cdcwatch.mixin.dashboards.model import STATUS, DashboardSpec, PanelSpec, Query, Threshold, Variable
 
@@ -9,7 +10,8 @@ _TOPIC = '%(cdcwatch)s, target=~"$cluster", topic=~"$topic"'
 
 KAFKA = DashboardSpec(
     "cdcwatch-kafka", "CDC: Kafka consumer lag",
-    "Lag of every consumer group on the CDC topics, in seconds, in messages and as a status; topic throughput.",
+    "Lag of every consumer group on the CDC topics, in seconds, in messages and as a status; how long before "
+    "retention deletes what they have not read; topic throughput.",
     "cdcwatch_kafka_topic_partitions{%(only_cdcwatch)s",
     (Variable("cluster", "label_values(cdcwatch_kafka_topic_partitions{%(cdcwatch)s}, target)"),
      Variable("group", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch)s, target=~"$cluster"}, group)'),
@@ -33,6 +35,25 @@ KAFKA = DashboardSpec(
                       "falling behind everywhere, a few high cells are hot partitions.", "s",
                       (Query(f"cdcwatch_kafka_consumergroup_lag_seconds{{{_SEL}}}", "{{group}} {{topic}} {{partition}}"),),
                       kind="heatmap"),
+        )),
+        ("Retention", (
+            PanelSpec("Retention runway", "Time until retention.ms reaches the next message each group will consume "
+                      "(all of retention.ms when caught up; negative: overdue).", "s",
+                      (Query('group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min{%(scope)s, '
+                             'target=~"$cluster", group=~"$group", topic=~"$topic"}', "{{group}} {{topic}}"),),
+                      threshold=Threshold("kafka_retention_runway_warning_seconds", below=True),
+                      alerts=("CdcKafkaRetentionRunwayCritical",)),
+            PanelSpec("Retention used", "Age of the next message each group will consume as a share of the topic's "
+                      "retention.ms; the runway alerts wait for half.", "percentunit",
+                      (Query('group_topic:cdcwatch_kafka_consumergroup_retention_used_ratio:max{%(scope)s, '
+                             'target=~"$cluster", group=~"$group", topic=~"$topic"}', "{{group}} {{topic}}"),)),
+            PanelSpec("Messages ahead of the log start", "Committed offset minus log start offset, the smallest of the "
+                      "partitions: 0 means the next deletion loses data, below 0 it already has.", "short",
+                      (Query("min by (group, topic) (cdcwatch_kafka_consumergroup_topic_retention_margin_messages"
+                             f"{{{_SEL}}})", "{{group}} {{topic}}"),)),
+            PanelSpec("Topic retention", "retention.ms of each topic that deletes by time.", "s",
+                      (Query(f"max by (topic) (cdcwatch_kafka_topic_retention_seconds{{{_TOPIC}}})", "{{topic}}"),),
+                      kind="stat"),
         )),
         ("Topics", (
             PanelSpec("Messages produced", "Messages appended to each topic per second: the slope of its log end offset "

@@ -54,6 +54,19 @@ OVERVIEW = DashboardSpec(
                       (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_active{%(cdcwatch)s, server=~"$server"})',
                              "{{slot}}"),), kind="stat", mappings=ACTIVE, alerts=("CdcPostgresSlotInactive",)),
         )),
+        ("Source: PostgreSQL WAL", (
+            PanelSpec("Safe WAL runway", "Time until each slot's safe_wal_size runs out at the current WAL rate: when a "
+                      "stopped slot starts losing WAL, how long a healthy one may stop.", "s",
+                      (Query('min by (slot, server) (slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:'
+                             'deriv5m{%(scope)s, server=~"$server"})', "{{slot}}",
+                             when="the source sets max_slot_wal_keep_size"),),
+                      threshold=Threshold("slot_wal_runway_warning_seconds", below=True),
+                      alerts=("CdcPostgresSlotRunwayCritical",)),
+            PanelSpec("WAL written", "WAL each source writes per second: the slope of its WAL position.", "Bps",
+                      (Query("target:cdcwatch_postgres_wal_position_bytes:deriv5m{%(scope)s}", "{{target}}"),)),
+            PanelSpec("WAL directory", "Size of the WAL directory of each source (pg_ls_waldir(); needs pg_monitor).",
+                      "bytes", (Query("max by (target) (cdcwatch_postgres_wal_directory_bytes{%(cdcwatch)s})", "{{target}}"),)),
+        )),
         ("Debezium", (
             PanelSpec("Connected", "Whether the streaming reader is connected to its database (not during a snapshot).",
                       "none", (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming", '
@@ -83,6 +96,10 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Consumer lag", "Age of the next message each group will read, per topic.", "s",
                       (Query('group_topic:cdcwatch_kafka_consumergroup_lag_seconds:max{%(scope)s, server=~"$server"}',
                              "{{group}} {{topic}}"),), threshold=Threshold("kafka_lag_seconds")),
+            PanelSpec("Retention runway", "Time until retention.ms reaches the next message each group will read.", "s",
+                      (Query('group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min{%(scope)s, '
+                             'server=~"$server"}', "{{group}} {{topic}}"),),
+                      threshold=Threshold("kafka_retention_runway_warning_seconds", below=True)),
         )),
         ("Spark apply", (
             PanelSpec("Changes applied", "Row changes the apply job writes to the target per second.", "ops",
