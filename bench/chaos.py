@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from devstack.demo import DemoStack  # noqa: E402
 from devstack.demo_settings import CHANGES_TOPIC, SCRAPE_INTERVAL  # noqa: E402
 from devstack.procs import StackError, free_port, wait_for  # noqa: E402
+from devstack.scenarios import kill_connect_between_flushes  # noqa: E402
 
 DEADLINE = float(SCRAPE_INTERVAL.rstrip("s"))
 SOURCE_SUM = ("SELECT count(*) || ' ' || coalesce(md5(string_agg(id || ':' || name, ',' ORDER BY id)), '') "
@@ -104,7 +105,7 @@ _SPARK = (("CdcwatchEndpointDown", {"job": "cdcwatch-spark"}), ("CdcSparkDriverA
 _CDCWATCH = (("CdcwatchEndpointDown", {"job": "cdcwatch"}),)
 
 FAULTS = {f.name: f for f in (
-    Fault("kill connect", lambda s: s.connect.kill(), lambda s: s.connect.start(), _CONNECT),
+    Fault("kill connect", kill_connect_between_flushes, lambda s: s.connect.start(), _CONNECT),
     Fault("kill broker", lambda s: s.broker.kill(), lambda s: s.broker.start(), _KAFKA),
     Fault("kill spark driver", lambda s: s.apply.server.kill(), lambda s: s.apply.start(), _SPARK),
     Fault("kill target postgres", lambda s: _kill_postgres(s.target), lambda s: _restart_target(s), _SPARK),

@@ -28,7 +28,7 @@ from devstack.demo_settings import (
     STATUS_WINDOW_SAMPLES,
 )
 
-__all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "run_scenario"]
+__all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "kill_connect_between_flushes", "run_scenario"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def _changes_beyond(stack: Any, offset: int) -> bool:
     return bool(stack.broker.end_offset(CHANGES_TOPIC) >= offset)
 
 
-def _kill_connect(stack: Any, attempts: int = 3) -> float:
+def kill_connect_between_flushes(stack: Any, attempts: int = 3) -> float:
     """kill -9 the worker once changes reached Kafka after its last offset flush: those are re-delivered.
 
     The kill must fall between two flushes; when a flush slips in first (a busy machine), the worker is
@@ -100,7 +100,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "kill -9 the Kafka Connect worker running the Debezium connector, then start it again: the changes "
              "since its last offset flush are re-delivered and counted as duplicates",
              "CdcwatchTargetDown", {"collector": "connect", "target": "connect"},
-             _kill_connect, lambda stack: stack.connect.start()),
+             kill_connect_between_flushes, lambda stack: stack.connect.start()),
     Scenario("source-down", "stop the source PostgreSQL, then start it again",
              "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
              lambda stack: stack.source.stop(), lambda stack: stack.source.start()),
