@@ -91,7 +91,8 @@ def _pause(component: Callable[[DemoStack], Any]) -> tuple[Callable[[DemoStack],
 @dataclass(frozen=True)
 class Fault:
     name: str
-    inject: Callable[[DemoStack], None]
+    inject: Callable[[DemoStack], Any]
+    """Injects the fault; may return when (time.time()) it struck, after waiting for the right moment."""
     recover: Callable[[DemoStack], None]
     alerts: tuple[tuple[str, dict[str, str]], ...]
     """Any of these firing detects the fault."""
@@ -247,7 +248,9 @@ def run_fault(stack: DemoStack, monitor: Monitor, fault: Fault, pause_seconds: f
     if fault.stops_cdcwatch:
         monitor.cdcwatch_down.set()
     injected = time.monotonic()
-    fault.inject(stack)
+    struck = fault.inject(stack)
+    if isinstance(struck, float):
+        injected = time.monotonic() - (time.time() - struck)
     try:
         outcome.alert = wait_for(lambda: firing(prometheus, fault.alerts), 120, f"{fault.name}: an expected alert",
                                  interval=0.5)
