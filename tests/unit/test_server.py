@@ -42,7 +42,10 @@ def running(tmp_path: Path) -> Iterator[Callable[[Callable[[Service], None]], Se
         service = Service(config, load_config(config), "127.0.0.1", 0)
 
         def driver() -> None:
-            try:
+            try:  # a signal sent before run() installed the handlers would end this whole process
+                wait_for(lambda: all(signal.getsignal(s) == service._on_signal
+                                     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)), 30,
+                         "the service's signal handlers")
                 act(service)
             except BaseException as exc:  # reported by the test, after the service stopped
                 failures.append(exc)
