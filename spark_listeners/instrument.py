@@ -6,7 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcwatch.events import ROW_OPS
-from cdcwatch.spark.metrics import MEASURED_STAGES, STAGE_LATENCY_BUCKETS, TIMESTAMP_TYPES, stage_observation
+from cdcwatch.spark.metrics import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
 
 __all__ = ["OBSERVATION", "ROW_CHANGES", "instrument"]
 
@@ -17,24 +17,22 @@ ROW_CHANGES = [op.value for op in ROW_OPS]
 """Debezium `op` codes of row changes, as the `op` column holds them."""
 
 
-def _stage_latencies(change: Column) -> list[Column]:
-    """Per measured stage of every row change: changes at most each bucket bound, the sum (negative values
-    as 0), the count and the negative ones. The batch's `current_timestamp()` is its start. Latencies are
-    whole microseconds (the timestamps' resolution), so a gap of exactly 250 ms is at most 0.25."""
-    batch = F.current_timestamp().cast("double")
-    kafka, kafka_type = F.col("kafka_time"), F.col("kafka_timestamp_type")
-    ends = {"capture": (F.col("commit_time"), F.col("emitted_time")), "produce": (F.col("emitted_time"), kafka),
-            "queue": (kafka, batch)}
-    columns = [F.max(F.when(change, batch)).alias("batch_time")]
+def _stage_latencies() -> list[Column]:
+    """The batch's start, and per measured stage: how many changes had each bucket code (`decode_events` put
+    them in `stage_latency`), and the sum of the latencies in µs (negative ones as 0). `histogram_numeric`
+    keeps one bin per distinct value while there are no more values than bins, so with a bin per possible
+    code its counts are exact."""
+    latency = F.col("stage_latency")
+    columns = [F.max(F.current_timestamp().cast("double")).alias("batch_time")]
+    for stage in ("capture", "produce", "queue"):
+        bins = STAGE_CODES * (1 if stage == "capture" else len(TIMESTAMP_TYPES))
+        columns.append(F.histogram_numeric(latency[f"{stage}_code"].cast("double"), F.lit(bins)).alias(stage_codes(stage)))
     for stage, timestamp_type in MEASURED_STAGES:
-        start, end = ends[stage]
-        measured = change & (kafka_type == TIMESTAMP_TYPES.index(timestamp_type)) if timestamp_type else change
-        latency = F.when(measured, F.rint((end - start) * 1e6))
-        columns += [F.count(F.when(latency <= round(bound * 1e6), 1)).alias(stage_observation(stage, timestamp_type, index))
-                    for index, bound in enumerate(STAGE_LATENCY_BUCKETS)]
-        columns += [F.sum(F.when(latency > 0, latency)).alias(stage_observation(stage, timestamp_type, "sum")),
-                    F.count(latency).alias(stage_observation(stage, timestamp_type, "count")),
-                    F.count(F.when(latency < 0, 1)).alias(stage_observation(stage, timestamp_type, "negative"))]
+        micros = latency[f"{stage}_us"]
+        counted = micros > 0
+        if timestamp_type:
+            counted = counted & (F.col("kafka_timestamp_type") == TIMESTAMP_TYPES.index(timestamp_type))
+        columns.append(F.sum(F.when(counted, micros)).alias(stage_sum(stage, timestamp_type)))
     return columns
 
 
@@ -53,7 +51,7 @@ def _observations() -> list[Column]:
         F.max(F.when(F.col("kind") == "heartbeat", F.col("emitted_time"))).alias("newest_heartbeat"),
         F.min("server").alias("server_min"),
         F.max("server").alias("server_max"),
-        *_stage_latencies(change),
+        *_stage_latencies(),
     ]
 
 

@@ -14,9 +14,10 @@ Latency by stage splits the way of every row change into four contiguous stages,
 - apply: the batch's start → its end (trigger start + triggerExecution, when the sink has merged and
   the offsets are committed), the same for every change of the batch.
 
-capture, produce and queue are counted per change inside the `observe` aggregates (bucket counts, sum,
-count); apply is added here from the batch's progress. A stage whose two ends come from different
-clocks can come out negative: it counts as 0 s and in `cdcwatch_spark_clock_skew_changes_total`.
+`decode_events` puts every change's capture, produce and queue in whole µs and their bucket codes into
+`stage_latency` (vectorized over each Arrow batch); `instrument` counts the codes and sums the latencies
+in its `observe`; apply is added here from the batch's progress. A stage whose two ends come from
+different clocks can come out negative: it counts as 0 s and in `cdcwatch_spark_clock_skew_changes_total`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from cdcwatch.families import MetricSpec, metric_specs
 
 __all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "MEASURED_STAGES", "SPARK_METRICS", "STAGES", "STAGE_LATENCY_BUCKETS",
-           "TIMESTAMP_TYPES", "Histogram", "QueryState", "SinkOutcome", "SparkMetrics", "exception_class", "stage_observation"]
+           "NEGATIVE_CODE", "STAGE_CODES", "TIMESTAMP_TYPES", "Histogram", "QueryState", "SinkOutcome", "SparkMetrics",
+           "exception_class", "stage_codes", "stage_sum"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 QUERY_STATES = ("active", "terminated", "failed")
@@ -51,11 +53,21 @@ Kafka timestamp have no timestamp_type. apply is added by the listener from the 
 _STAGE_KEYS = (*MEASURED_STAGES, ("apply", ""))
 
 
-def stage_observation(stage: str, timestamp_type: str, part: str | int) -> str:
-    """The observed column of a measured stage: `part` a bucket index (changes at most that bound, negative
-    ones included), `sum` (in µs, negative ones as 0), `count` or `negative`."""
-    base = f"stage_{stage}_{timestamp_type}" if timestamp_type else f"stage_{stage}"
-    return f"{base}_le{part}" if isinstance(part, int) else f"{base}_{part}"
+STAGE_CODES = len(STAGE_LATENCY_BUCKETS) + 2
+"""Bucket codes of a latency: 0 … len(bounds) − 1 the first bound at least it, len(bounds) above the last,
+NEGATIVE_CODE below 0 (counted as 0 s, and as clock skew). produce and queue add STAGE_CODES × the index of
+the timestamp type."""
+NEGATIVE_CODE = STAGE_CODES - 1
+
+
+def stage_codes(stage: str) -> str:
+    """The observed column of a measured stage's bucket codes: (code, changes) pairs, a code maybe repeated."""
+    return f"stage_{stage}_codes"
+
+
+def stage_sum(stage: str, timestamp_type: str) -> str:
+    """The observed column of a measured stage's sum of latencies, in µs, negative ones as 0."""
+    return f"stage_{stage}_{timestamp_type}_sum" if timestamp_type else f"stage_{stage}_sum"
 
 
 _Q = ("query",)
@@ -283,14 +295,7 @@ class SparkMetrics:
         low, high = observed.get("server_min"), observed.get("server_max")
         if low is not None:
             state.server = low if low == high else "mixed"
-        for stage, timestamp_type in MEASURED_STAGES:
-            count = int(observed.get(stage_observation(stage, timestamp_type, "count")) or 0)
-            if count:
-                state.stages.setdefault((stage, timestamp_type), Histogram()).add(
-                    [int(observed.get(stage_observation(stage, timestamp_type, i)) or 0)
-                     for i in range(len(STAGE_LATENCY_BUCKETS))],
-                    count, float(observed.get(stage_observation(stage, timestamp_type, "sum")) or 0.0) / 1e6,
-                    int(observed.get(stage_observation(stage, timestamp_type, "negative")) or 0))
+        _measured_stages(state, observed)
 
     # fed by the sink ---------------------------------------------------------------------------------
     def sink(self, name: str, outcome: SinkOutcome) -> None:
@@ -362,6 +367,24 @@ class SparkMetrics:
         yield durations
         yield latencies
         yield skew
+
+
+def _measured_stages(state: QueryState, observed: Mapping[str, Any]) -> None:
+    """capture, produce and queue of the batch's changes: changes per bucket code, and the sums."""
+    for stage in ("capture", "produce", "queue"):
+        changes: dict[int, list[int]] = {}  # timestamp type index -> changes per code
+        for code, count in observed.get(stage_codes(stage)) or ():
+            kind, bucket = divmod(round(code), STAGE_CODES)
+            changes.setdefault(kind, [0] * STAGE_CODES)[bucket] += round(count)
+        for kind, per_code in sorted(changes.items()):
+            timestamp_type = TIMESTAMP_TYPES[kind] if stage != "capture" else ""
+            negative = per_code[NEGATIVE_CODE]
+            cumulative, buckets = negative, []  # a negative latency counts as 0 s: in every bucket
+            for count in per_code[:len(STAGE_LATENCY_BUCKETS)]:
+                cumulative += count
+                buckets.append(cumulative)
+            state.stages.setdefault((stage, timestamp_type), Histogram()).add(
+                buckets, sum(per_code), float(observed.get(stage_sum(stage, timestamp_type)) or 0.0) / 1e6, negative)
 
 
 def _apply_stage(state: QueryState, progress: Mapping[str, Any], observed: Mapping[str, Any]) -> None:
