@@ -7,7 +7,7 @@ with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 
 Every row change also gets its latency by stage (`stage_latency`), computed over the whole Arrow batch
 at once: capture, produce and queue in whole microseconds (the timestamps' resolution) and their
-histogram bucket codes (`cdcwatch.spark.metrics.STAGE_CODES`), which `instrument` counts. Bucketing here,
+histogram bucket codes (`cdcwatch.spark.stages.STAGE_CODES`), which `instrument` counts. Bucketing here,
 vectorized, costs next to nothing; in the JVM, per row, it cost more than the rest of the instrumentation.
 """
 
@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from cdcwatch.events import ROW_OPS, EventDecodeError, decode
-from cdcwatch.spark.metrics import NEGATIVE_CODE, STAGE_CODES, STAGE_LATENCY_BUCKETS, TIMESTAMP_TYPES
+from cdcwatch.spark.stages import NEGATIVE_CODE, STAGE_CODES, STAGE_LATENCY_BUCKETS, TIMESTAMP_TYPES
 
 __all__ = ["EVENT_SCHEMA", "STAGE_LATENCY_SCHEMA", "decode_batches", "decode_events", "stage_latency"]
 

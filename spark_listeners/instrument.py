@@ -6,7 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcwatch.events import ROW_OPS
-from cdcwatch.spark.metrics import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
+from cdcwatch.spark.stages import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
 
 __all__ = ["OBSERVATION", "ROW_CHANGES", "instrument"]
 

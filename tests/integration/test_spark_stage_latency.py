@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cdcwatch.spark.metrics import STAGE_LATENCY_BUCKETS
+from cdcwatch.spark.stages import STAGE_LATENCY_BUCKETS
 from devstack.procs import wait_for
 from devstack.spark import ApplyJob
 from tests.change_events import change_event

@@ -13,8 +13,12 @@ pytestmark = pytest.mark.spark  # needs pyspark (the spark extra)
 
 @pytest.fixture(scope="module")
 def spark():
+    import os
+    import sys
+
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
     session = (SparkSession.builder.master("local[1]").appName("cdcwatch-test-instrument")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "1").config("spark.driver.host", "127.0.0.1")
@@ -83,7 +87,7 @@ def kafka_records(kafka_ms: int) -> list[dict]:
 def test_decode_puts_each_stage_of_a_change_in_its_bucket() -> None:
     """Exact to the microsecond: a gap of exactly 250 ms is at most 0.25 s, a negative one is its own code;
     what is no row change, or has no Kafka timestamp, has no produce and queue."""
-    from cdcwatch.spark.metrics import NEGATIVE_CODE, STAGE_CODES
+    from cdcwatch.spark.stages import NEGATIVE_CODE, STAGE_CODES
 
     kafka_ms = 1_795_304_600_000
     rows = decode(kafka_records(kafka_ms), kafka_ms / 1000 + 45.0)
@@ -124,3 +128,17 @@ def test_stage_aggregates_count_each_change_in_its_bucket(spark) -> None:
     for timestamp_type in ("create_time", "log_append_time"):
         assert buckets(metrics, "queue", timestamp_type) == {"0.01": 0, "0.25": 0, "0.5": 0, "1.0": 0, "60.0": 2,
                                                              "600.0": 2, "+Inf": 2, "count": 2, "sum": 90.0, "skew": 0}
+
+
+def test_decode_events_without_kafka_timestamps_measures_capture_only(spark) -> None:
+    """A source without `timestamp` and `timestampType` (not Kafka): null Kafka time, so no produce and queue."""
+    from spark_listeners.decode import decode_events
+
+    kafka_ms = 1_795_304_600_000
+    records = [{k: r[k] for k in ("key", "value", "topic", "partition", "offset")} for r in kafka_records(kafka_ms)[:2]]
+    frame = spark.createDataFrame(records, "key binary, value binary, topic string, partition int, offset long")
+    stages = [row["stage_latency"].asDict() for row in decode_events(frame).collect()]
+    assert stages == [{"capture_us": 250_000, "produce_us": None, "queue_us": None, "capture_code": 4, "produce_code": None,
+                       "queue_code": None},
+                      {"capture_us": 3000, "produce_us": None, "queue_us": None, "capture_code": 0, "produce_code": None,
+                       "queue_code": None}]

@@ -116,7 +116,7 @@ def test_exposition_passes_promtool() -> None:
 def stage(name: str, timestamp_type: str, latencies: list[float]) -> dict[str, object]:
     """The observed columns `instrument` makes of one measured stage's latencies: (bucket code, changes) pairs,
     a code maybe split over several pairs as partitions' histograms merge, and the sum in µs."""
-    from cdcwatch.spark.metrics import (
+    from cdcwatch.spark.stages import (
         NEGATIVE_CODE,
         STAGE_CODES,
         STAGE_LATENCY_BUCKETS,
@@ -206,7 +206,7 @@ def test_stage_latency_exposition_passes_promtool() -> None:
 def test_bucket_codes_merged_from_partitions_add_up_per_timestamp_type() -> None:
     """histogram_numeric merges partitions' bins by weighted mean: a code can come back split over several
     pairs, or a hair off its integer."""
-    from cdcwatch.spark.metrics import STAGE_CODES, stage_codes, stage_sum
+    from cdcwatch.spark.stages import STAGE_CODES, stage_codes, stage_sum
 
     metrics = SparkMetrics(Clock(1001.0))
     pairs = [(3.0, 5.0), (2.9999999999999996, 2.0), (STAGE_CODES + 3.0000000000000004, 1.0), (STAGE_CODES - 1.0, 4.0)]
