@@ -6,6 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcwatch.events import ROW_OPS
+from cdcwatch.spark.stages import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
 
 __all__ = ["OBSERVATION", "ROW_CHANGES", "instrument"]
 
@@ -14,6 +15,25 @@ OBSERVATION = "cdcwatch"
 
 ROW_CHANGES = [op.value for op in ROW_OPS]
 """Debezium `op` codes of row changes, as the `op` column holds them."""
+
+
+def _stage_latencies() -> list[Column]:
+    """The batch's start, and per measured stage: how many changes had each bucket code (`decode_events` put
+    them in `stage_latency`), and the sum of the latencies in µs (negative ones as 0). `histogram_numeric`
+    keeps one bin per distinct value while there are no more values than bins, so with a bin per possible
+    code its counts are exact."""
+    latency = F.col("stage_latency")
+    columns = [F.max(F.current_timestamp().cast("double")).alias("batch_time")]
+    for stage in ("capture", "produce", "queue"):
+        bins = STAGE_CODES * (1 if stage == "capture" else len(TIMESTAMP_TYPES))
+        columns.append(F.histogram_numeric(latency[f"{stage}_code"].cast("double"), F.lit(bins)).alias(stage_codes(stage)))
+    for stage, timestamp_type in MEASURED_STAGES:
+        micros = latency[f"{stage}_us"]
+        counted = micros > 0
+        if timestamp_type:
+            counted = counted & (F.col("kafka_timestamp_type") == TIMESTAMP_TYPES.index(timestamp_type))
+        columns.append(F.sum(F.when(counted, micros)).alias(stage_sum(stage, timestamp_type)))
+    return columns
 
 
 def _observations() -> list[Column]:
@@ -31,10 +51,11 @@ def _observations() -> list[Column]:
         F.max(F.when(F.col("kind") == "heartbeat", F.col("emitted_time"))).alias("newest_heartbeat"),
         F.min("server").alias("server_min"),
         F.max("server").alias("server_max"),
+        *_stage_latencies(),
     ]
 
 
 def instrument(events: DataFrame) -> DataFrame:
     """`events` (from `decode_events`) observed for the cdcwatch listener: counts, commit-time spread,
-    malformed records and the newest heartbeat of every micro-batch."""
+    malformed records, the newest heartbeat and the latency by stage of every micro-batch."""
     return events.observe(OBSERVATION, *_observations())

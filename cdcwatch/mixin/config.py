@@ -58,6 +58,8 @@ class Thresholds(_Strict):
     spark_freshness_seconds: PositiveFloat = 300
     spark_duplicates_ratio: PositiveFloat = 0.05
     spark_progress_max_age_seconds: PositiveFloat = 300
+    pipeline_latency_p99_seconds: PositiveFloat = 60
+    """End-to-end objective: 99 % of the changes applied within this long after their source commit."""
     slot_retained_wal_bytes: PositiveFloat = 10 * 1024**3
     slot_safe_wal_horizon_seconds: PositiveFloat = 6 * 3600
     """How far ahead `predict_linear` looks for a slot's safe_wal_size reaching 0."""

@@ -3,6 +3,21 @@
 Apply lag is measured when a batch's progress arrives (the batch has been applied): now minus the
 source commit time of its events (max, p50, p99). Freshness is computed at scrape time from the
 newest applied change or heartbeat, so it keeps growing while nothing new is applied.
+
+Latency by stage splits the way of every row change into four contiguous stages, each a histogram:
+
+- capture: source commit → the connector processed it (`payload.ts_ms − source.ts_ms`);
+- produce: the connector → the Kafka record's timestamp: the producer's send (CreateTime) or the
+  broker's append (LogAppendTime), as `timestamp_type` says;
+- queue: the Kafka record's timestamp → the start of the micro-batch that reads it (the batch's
+  `current_timestamp()`);
+- apply: the batch's start → its end (trigger start + triggerExecution, when the sink has merged and
+  the offsets are committed), the same for every change of the batch.
+
+`decode_events` puts every change's capture, produce and queue in whole µs and their bucket codes into
+`stage_latency` (vectorized over each Arrow batch); `instrument` counts the codes and sums the latencies
+in its `observe`; apply is added here from the batch's progress. A stage whose two ends come from
+different clocks can come out negative: it counts as 0 s and in `cdcwatch_spark_clock_skew_changes_total`.
 """
 
 from __future__ import annotations
@@ -13,17 +28,30 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from cdcwatch.families import MetricSpec, metric_specs
+from cdcwatch.spark.stages import (
+    MEASURED_STAGES,
+    NEGATIVE_CODE,
+    STAGE_CODES,
+    STAGE_LATENCY_BUCKETS,
+    TIMESTAMP_TYPES,
+    stage_codes,
+    stage_sum,
+)
 
-__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "SPARK_METRICS", "QueryState", "SinkOutcome", "SparkMetrics",
-           "exception_class"]
+__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "SPARK_METRICS", "Histogram", "QueryState", "SinkOutcome",
+           "SparkMetrics", "exception_class"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 QUERY_STATES = ("active", "terminated", "failed")
+
+_STAGE_KEYS = (*MEASURED_STAGES, ("apply", ""))
+"""The stage series in exposition order."""
 
 _Q = ("query",)
 _QS = ("query", "server")
@@ -78,6 +106,17 @@ SPARK_METRICS = metric_specs(
         ("query", "topic")),
     MetricSpec("cdcwatch_spark_last_progress_timestamp_seconds", "gauge", "When the query last reported progress.", _Q),
     MetricSpec("cdcwatch_spark_batch_duration_seconds", "histogram", "Micro-batch duration (trigger execution).", _Q),
+    MetricSpec("cdcwatch_spark_stage_latency_seconds", "histogram", (
+        "Latency of each row change by stage: capture (source commit → connector, payload.ts_ms − source.ts_ms),"
+        " produce (connector → the Kafka record's timestamp), queue (that timestamp → start of the micro-batch"
+        " reading it), apply (batch start → batch end, the same for every change of the batch). `timestamp_type`"
+        " (produce, queue): the record's timestamp is the producer's send (create_time) or the broker's append"
+        " (log_append_time). A negative stage (clock skew) counts as 0."),
+        ("query", "server", "stage", "timestamp_type")),
+    MetricSpec("cdcwatch_spark_clock_skew_changes_total", "counter", (
+        "Row changes whose stage came out negative (the clocks at its two ends disagree); counted as 0 s in"
+        " cdcwatch_spark_stage_latency_seconds."),
+        ("query", "server", "stage", "timestamp_type")),
 )
 
 
@@ -122,6 +161,29 @@ class SinkOutcome:
 
 
 @dataclass
+class Histogram:
+    """Cumulative bucket counts (`STAGE_LATENCY_BUCKETS`), count and sum of one stage; `negative`: the changes
+    that came out below 0 and were counted as 0."""
+
+    buckets: list[int] = field(default_factory=lambda: [0] * len(STAGE_LATENCY_BUCKETS))
+    count: int = 0
+    sum: float = 0.0
+    negative: int = 0
+
+    def add(self, buckets: Iterable[int], count: int, total: float, negative: int) -> None:
+        """Add counts already bucketed (cumulative, one per bound)."""
+        self.buckets = [have + new for have, new in zip(self.buckets, buckets, strict=True)]
+        self.count += count
+        self.sum += total
+        self.negative += negative
+
+    def observe(self, seconds: float, times: int = 1) -> None:
+        """`times` changes of `seconds` each (a negative value counts as 0 and as negative)."""
+        self.add([times if max(seconds, 0.0) <= bound else 0 for bound in STAGE_LATENCY_BUCKETS], times,
+                 max(seconds, 0.0) * times, times if seconds < 0 else 0)
+
+
+@dataclass
 class QueryState:
     name: str
     state: str = "active"
@@ -146,6 +208,7 @@ class QueryState:
     stale: int = 0
     offsets_behind: dict[str, float] = field(default_factory=dict)  # topic -> records
     last_progress: float | None = None
+    stages: dict[tuple[str, str], Histogram] = field(default_factory=dict)  # (stage, timestamp_type) -> histogram
 
     def observe_duration(self, seconds: float) -> None:
         self.duration_count += 1
@@ -199,6 +262,7 @@ class SparkMetrics:
             state.last_progress = now
             if observed:
                 self._observed(state, observed, now)
+                _apply_stage(state, progress, observed)
 
     def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float) -> None:
         state.events += int(observed.get("events") or 0)
@@ -214,6 +278,7 @@ class SparkMetrics:
         low, high = observed.get("server_min"), observed.get("server_max")
         if low is not None:
             state.server = low if low == high else "mixed"
+        _measured_stages(state, observed)
 
     # fed by the sink ---------------------------------------------------------------------------------
     def sink(self, name: str, outcome: SinkOutcome) -> None:
@@ -230,7 +295,10 @@ class SparkMetrics:
     def collect(self) -> Iterable[Metric]:
         now = self._clock()
         with self._lock:
-            queries = [(s, dict(s.apply_lag), dict(s.offsets_behind), list(s.duration_buckets)) for s in self._queries.values()]
+            queries = [(s, dict(s.apply_lag), dict(s.offsets_behind), list(s.duration_buckets),
+                        [(key, Histogram(list(h.buckets), h.count, h.sum, h.negative)) for key, h in sorted(
+                            s.stages.items(), key=lambda item: _STAGE_KEYS.index(item[0]))])
+                       for s in self._queries.values()]
         state_set, failure = _family("cdcwatch_spark_query_state"), _family("cdcwatch_spark_query_failure_info")
         counters = {name: _family(f"cdcwatch_spark_{name}_total") for name in (
             "batches", "input_rows", "events", "changes", "changes_applied", "duplicates", "stale_events", "malformed_events",
@@ -240,7 +308,8 @@ class SparkMetrics:
             "newest_applied_heartbeat_timestamp_seconds", "freshness_seconds", "source_offsets_behind_latest",
             "last_progress_timestamp_seconds")}
         durations = _family("cdcwatch_spark_batch_duration_seconds")
-        for state, lag, behind, buckets in queries:
+        latencies, skew = _family("cdcwatch_spark_stage_latency_seconds"), _family("cdcwatch_spark_clock_skew_changes_total")
+        for state, lag, behind, buckets, stages in queries:
             name, server = state.name, state.server
             for each in QUERY_STATES:
                 state_set.add_metric([name, each], float(each == state.state))
@@ -269,11 +338,52 @@ class SparkMetrics:
                 gauges["last_progress_timestamp_seconds"].add_metric([name], state.last_progress)
             cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets, strict=True)]
             durations.add_metric([name], cumulative + [("+Inf", float(state.duration_count))], state.duration_sum)
+            for (stage, timestamp_type), histogram in stages:
+                labels = [name, server, stage, timestamp_type]
+                latencies.add_metric(labels, [(str(bound), float(count)) for bound, count in zip(
+                    STAGE_LATENCY_BUCKETS, histogram.buckets, strict=True)] + [("+Inf", float(histogram.count))], histogram.sum)
+                skew.add_metric(labels, histogram.negative)
         yield state_set
         yield failure
         yield from counters.values()
         yield from gauges.values()
         yield durations
+        yield latencies
+        yield skew
+
+
+def _measured_stages(state: QueryState, observed: Mapping[str, Any]) -> None:
+    """capture, produce and queue of the batch's changes: changes per bucket code, and the sums."""
+    for stage in ("capture", "produce", "queue"):
+        changes: dict[int, list[int]] = {}  # timestamp type index -> changes per code
+        for code, count in observed.get(stage_codes(stage)) or ():
+            kind, bucket = divmod(round(code), STAGE_CODES)
+            changes.setdefault(kind, [0] * STAGE_CODES)[bucket] += round(count)
+        for kind, per_code in sorted(changes.items()):
+            timestamp_type = TIMESTAMP_TYPES[kind] if stage != "capture" else ""
+            negative = per_code[NEGATIVE_CODE]
+            cumulative, buckets = negative, []  # a negative latency counts as 0 s: in every bucket
+            for count in per_code[:len(STAGE_LATENCY_BUCKETS)]:
+                cumulative += count
+                buckets.append(cumulative)
+            state.stages.setdefault((stage, timestamp_type), Histogram()).add(
+                buckets, sum(per_code), float(observed.get(stage_sum(stage, timestamp_type)) or 0.0) / 1e6, negative)
+
+
+def _apply_stage(state: QueryState, progress: Mapping[str, Any], observed: Mapping[str, Any]) -> None:
+    """Every change of the batch spent the batch's start (its current_timestamp) → its end (trigger start +
+    triggerExecution) in apply."""
+    changes, started = int(observed.get("changes") or 0), observed.get("batch_time")
+    trigger_ms = (progress.get("durationMs") or {}).get("triggerExecution")
+    stamp = progress.get("timestamp")
+    if not changes or started is None or trigger_ms is None or not isinstance(stamp, str):
+        return
+    try:
+        trigger_start = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return
+    seconds = round(trigger_start + trigger_ms / 1000 - float(started), 6)  # ms timestamps: no float noise at a bound
+    state.stages.setdefault(("apply", ""), Histogram()).observe(seconds, changes)
 
 
 def _offsets_behind(sources: Iterable[Mapping[str, Any]]) -> dict[str, float]:

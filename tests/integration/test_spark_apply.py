@@ -2,7 +2,8 @@
 (Apache Kafka 4) → `cdcwatch apply` (Spark, listener attached) → PostgreSQL target.
 
 - after inserts, updates and deletes the target equals the source, and the apply-lag gauge matches
-  the delay measured from outside;
+  the delay measured from outside, as do the probe's four stages of latency added up (real Debezium
+  records, CreateTime, no clock skew on one machine);
 - at-least-once for real: kill -9 the worker between two offset flushes, restart it, and
   `cdcwatch_spark_duplicates_total` equals the re-delivered events counted independently from the topic;
 - malformed records in the topic are counted while the query keeps applying;
@@ -89,6 +90,10 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
                      f"{1009 + round_ * 10}) g; UPDATE items SET qty = qty + 1 WHERE id % 10 = {round_};"
                      f"DELETE FROM items WHERE id = {round_ * 50 + 3}; COMMIT")
     wait_for(lambda: in_sync(postgres), 120, "the changes to reach the target", interval=0.5)
+    synced = time.time()  # the batch that applied them has reported once a progress comes after this
+    before = wait_for(lambda: (v := metrics(job)) and
+                      value(v, "cdcwatch_spark_last_progress_timestamp_seconds", query=QUERY) > synced and v,
+                      30, "a progress after the changes were applied")
 
     # one change on an otherwise idle source: lag reported vs the delay seen from outside
     sent = time.time()
@@ -109,6 +114,21 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
     # the probe is the batch's only change: every percentile is its lag
     assert value(values, "cdcwatch_spark_apply_lag_seconds", query=QUERY, percentile="50") == lag
     assert value(values, "cdcwatch_spark_apply_lag_seconds", query=QUERY, percentile="99") == lag
+    # its four stages, one observation each, add up to its way from commit to the end of its batch
+    stages = [("capture", ""), ("produce", "create_time"), ("queue", "create_time"), ("apply", "")]
+    grown = {(stage, kind): {part: value(values, f"cdcwatch_spark_stage_latency_seconds_{part}", query=QUERY, stage=stage,
+                                         timestamp_type=kind) - (value(before, f"cdcwatch_spark_stage_latency_seconds_{part}",
+                                                                       query=QUERY, stage=stage, timestamp_type=kind) or 0)
+                             for part in ("count", "sum")} for stage, kind in stages}
+    print("probe by stage: " + ", ".join(f"{stage} {g['sum']:.3f}s" for (stage, _), g in grown.items()))
+    assert [g["count"] for g in grown.values()] == [1, 1, 1, 1]
+    assert measured - 0.1 <= sum(g["sum"] for g in grown.values()) <= lag + 0.001
+    # every change so far (snapshot, DML, probe) in every stage, none with a negative stage on one machine's clock
+    changes = value(values, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER)
+    assert all(value(values, "cdcwatch_spark_stage_latency_seconds_count", query=QUERY, stage=stage, timestamp_type=kind)
+               == changes for stage, kind in stages)
+    assert all(value(values, "cdcwatch_spark_clock_skew_changes_total", query=QUERY, stage=stage, timestamp_type=kind) == 0
+               for stage, kind in stages)
     assert value(values, "cdcwatch_spark_query_state", query=QUERY, state="active") == 1
     assert value(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == 0
     assert value(values, "cdcwatch_spark_source_offsets_behind_latest", query=QUERY, topic=TOPIC) == 0

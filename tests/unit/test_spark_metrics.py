@@ -111,3 +111,110 @@ def test_exposition_passes_promtool() -> None:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(metrics)
     promtool_check(generate_latest(registry).decode())
+
+
+def stage(name: str, timestamp_type: str, latencies: list[float]) -> dict[str, object]:
+    """The observed columns `instrument` makes of one measured stage's latencies: (bucket code, changes) pairs,
+    a code maybe split over several pairs as partitions' histograms merge, and the sum in µs."""
+    from cdcwatch.spark.stages import (
+        NEGATIVE_CODE,
+        STAGE_CODES,
+        STAGE_LATENCY_BUCKETS,
+        TIMESTAMP_TYPES,
+        stage_codes,
+        stage_sum,
+    )
+
+    offset = STAGE_CODES * TIMESTAMP_TYPES.index(timestamp_type) if timestamp_type else 0
+    codes = [offset + (NEGATIVE_CODE if v < 0 else next((i for i, b in enumerate(STAGE_LATENCY_BUCKETS) if v <= b),
+                                                        len(STAGE_LATENCY_BUCKETS))) for v in latencies]
+    pairs = [(float(code), 1.0) for code in codes]  # one pair per change: as unmerged as it gets
+    return {stage_codes(name): pairs, stage_sum(name, timestamp_type): sum(round(v * 1e6) for v in latencies if v > 0)
+            if latencies else None}
+
+
+def observed(*stages: dict[str, object]) -> dict[str, object]:
+    """The stages' columns together, the code pairs of produce and queue joined across timestamp types."""
+    joined: dict[str, object] = {}
+    for columns in stages:
+        for name, found in columns.items():
+            joined[name] = joined.get(name, []) + found if isinstance(found, list) else found  # type: ignore[operator]
+    return joined
+
+
+BATCH = {**PROGRESS, "timestamp": "1970-01-01T00:16:40.000Z"}  # trigger start 1000 s, triggerExecution 0.7 s
+
+
+def buckets(metrics: SparkMetrics, stage_name: str, timestamp_type: str = "") -> dict[str, float | None]:
+    labels = {"query": "q", "server": "shop", "stage": stage_name, "timestamp_type": timestamp_type}
+    found = {le: sample(metrics, "cdcwatch_spark_stage_latency_seconds_bucket", **labels, le=le)
+             for le in ("0.01", "0.25", "0.5", "1.0", "60.0", "600.0", "+Inf")}
+    found["count"] = sample(metrics, "cdcwatch_spark_stage_latency_seconds_count", **labels)
+    found["sum"] = sample(metrics, "cdcwatch_spark_stage_latency_seconds_sum", **labels)
+    found["skew"] = sample(metrics, "cdcwatch_spark_clock_skew_changes_total", **labels)
+    return found
+
+
+def test_stage_latency_accumulates_batches_into_cumulative_histograms() -> None:
+    metrics = SparkMetrics(Clock(1001.0))
+    first = {**OBSERVED, "changes": 4, "batch_time": 1000.1,
+             **observed(stage("capture", "", [0.005, 0.3, 45.0, -2.0]), stage("produce", "create_time", [0.02, 1.5, 0.01]),
+                        stage("queue", "log_append_time", [700.0]), stage("queue", "create_time", []))}
+    metrics.progress("q", BATCH, first)
+    assert buckets(metrics, "capture") == {"0.01": 2, "0.25": 2, "0.5": 3, "1.0": 3, "60.0": 4, "600.0": 4, "+Inf": 4,
+                                           "count": 4, "sum": 45.305, "skew": 1}  # -2 s: skew, counted as 0
+    assert buckets(metrics, "produce", "create_time") == {"0.01": 1, "0.25": 2, "0.5": 2, "1.0": 2, "60.0": 3,
+                                                          "600.0": 3, "+Inf": 3, "count": 3, "sum": 1.53, "skew": 0}
+    assert buckets(metrics, "queue", "log_append_time")["600.0"] == 0  # beyond the last bound: +Inf only
+    assert buckets(metrics, "queue", "log_append_time")["+Inf"] == 1
+    # every change of the batch spent its start (1000.1) → its end (1000 + 0.7) in apply
+    assert buckets(metrics, "apply") == {"0.01": 0, "0.25": 0, "0.5": 0, "1.0": 4, "60.0": 4, "600.0": 4, "+Inf": 4,
+                                         "count": 4, "sum": pytest.approx(4 * 0.6), "skew": 0}
+    # stages never measured have no series: no create_time queue, nothing of log_append_time produce
+    assert buckets(metrics, "queue", "create_time")["count"] is None
+    assert buckets(metrics, "produce", "log_append_time")["count"] is None
+
+    second = {**OBSERVED, "changes": 1, "batch_time": 1000.6, **stage("capture", "", [0.2, -0.5])}
+    metrics.progress("q", {**BATCH, "timestamp": "1970-01-01T00:16:40.123Z", "durationMs": {"triggerExecution": 2000}},
+                     second)
+    assert buckets(metrics, "capture") == {"0.01": 3, "0.25": 4, "0.5": 5, "1.0": 5, "60.0": 6, "600.0": 6, "+Inf": 6,
+                                           "count": 6, "sum": pytest.approx(45.505), "skew": 2}
+    assert buckets(metrics, "apply")["1.0"] == 4 and buckets(metrics, "apply")["60.0"] == 5  # 1000.123 + 2 - 1000.6
+    assert buckets(metrics, "apply")["sum"] == pytest.approx(4 * 0.6 + 1.523)
+    assert buckets(metrics, "produce", "create_time")["count"] == 3  # unchanged by a batch without it
+
+
+def test_no_apply_stage_without_changes_or_batch_start() -> None:
+    metrics = SparkMetrics(Clock(0.0))
+    metrics.progress("q", BATCH, {**OBSERVED, "changes": 0, "batch_time": None})
+    metrics.progress("q", BATCH, {**OBSERVED, "changes": 3})  # an older instrument: no batch_time
+    metrics.progress("q", {**BATCH, "timestamp": None}, {**OBSERVED, "changes": 3, "batch_time": 999.0})
+    assert buckets(metrics, "apply")["count"] is None
+
+
+def test_stage_latency_exposition_passes_promtool() -> None:
+    metrics = SparkMetrics(Clock(1001.0))
+    metrics.progress("q", BATCH, {**OBSERVED, "batch_time": 1000.1, **stage("capture", "", [0.3, -1.0]),
+                                  **stage("queue", "log_append_time", [2.0])})
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(metrics)
+    text = generate_latest(registry).decode()
+    assert 'cdcwatch_spark_stage_latency_seconds_bucket{le="+Inf",query="q",server="shop",stage="capture",timestamp_type=""} 2.0' in text
+    promtool_check(text)
+
+
+def test_bucket_codes_merged_from_partitions_add_up_per_timestamp_type() -> None:
+    """histogram_numeric merges partitions' bins by weighted mean: a code can come back split over several
+    pairs, or a hair off its integer."""
+    from cdcwatch.spark.stages import STAGE_CODES, stage_codes, stage_sum
+
+    metrics = SparkMetrics(Clock(1001.0))
+    pairs = [(3.0, 5.0), (2.9999999999999996, 2.0), (STAGE_CODES + 3.0000000000000004, 1.0), (STAGE_CODES - 1.0, 4.0)]
+    metrics.progress("q", BATCH, {**OBSERVED, "batch_time": 1000.1, stage_codes("produce"): pairs,
+                                  stage_sum("produce", "create_time"): 7_000_000.0,
+                                  stage_sum("produce", "log_append_time"): 100_000.0})
+    create = buckets(metrics, "produce", "create_time")
+    assert (create["0.01"], create["0.25"], create["+Inf"], create["skew"]) == (4, 11, 11, 4)
+    assert create["sum"] == 7.0
+    appended = buckets(metrics, "produce", "log_append_time")
+    assert (appended["0.01"], appended["0.25"], appended["+Inf"], appended["sum"]) == (0, 1, 1, 0.1)

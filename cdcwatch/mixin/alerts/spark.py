@@ -1,7 +1,12 @@
-"""The Spark apply job (its listener's /metrics): freshness of the target, apply lag, failures, data loss.
+"""The Spark apply job (its listener's /metrics): freshness of the target, apply lag, latency by stage,
+failures, data loss.
 
 Freshness is the end-to-end alert: it must not clear when the driver's series vanish, so for
 `durations.memory` it goes on from the last reading plus the time since.
+
+The end-to-end p99 is the listener's apply lag of the last batch (commit → applied, per change). It cannot
+come from the stage histograms: apply is known only once the batch is over, after the other stages were
+bucketed, and quantiles of stages do not add up. The stage histograms say where the time goes.
 """
 
 from cdcwatch.mixin.alerts.examples import SPARK
@@ -12,6 +17,28 @@ __all__ = ["GROUP"]
 _KEY = "job, instance, query, server"
 _Q = f'{SPARK},server="inventory"'
 _FRESHNESS = "cdcwatch_spark_freshness_seconds"
+_STAGE_KEY = f"{_KEY}, stage, timestamp_type"
+_BUCKET = "cdcwatch_spark_stage_latency_seconds_bucket"
+
+
+def _stage(stage: str, per_minute: dict[str, int], timestamp_type: str = "") -> dict[str, str]:
+    """Bucket series of one stage growing by `per_minute` changes at most each bound (`+Inf`: all of them)."""
+    labels = f'{_Q},stage="{stage}"' + (f',timestamp_type="{timestamp_type}"' if timestamp_type else "")
+    return {f'{_BUCKET}{{{labels},le="{le}"}}': f"0+{n}x40" for le, n in per_minute.items()}
+
+
+_FAST_CAPTURE = _stage("capture", {"0.25": 60, "+Inf": 60})
+_SLOW_QUEUE = _stage("queue", {"30.0": 0, "60.0": 0, "120.0": 60, "+Inf": 60}, "create_time")
+_APPLY = _stage("apply", {"1.0": 60, "+Inf": 60})
+
+
+def _stage_quantile(quantile: str, why: str, per_minute: dict[str, int], value: float) -> Recording:
+    return Recording(
+        f"query_stage:cdcwatch_spark_stage_latency_seconds:p{quantile}",
+        f"histogram_quantile(0.{quantile}, sum by ({_STAGE_KEY}, le) (rate({_BUCKET}{{%(spark)s}}[5m])))",
+        Case(why, _stage("queue", {**per_minute, "+Inf": 100}, "create_time"),
+             labels=labels_of(_Q, 'stage="queue",timestamp_type="create_time"'), value=value))
+
 
 RECORDINGS = (
     Recording("query:cdcwatch_spark_apply_lag_seconds:p99",
@@ -27,6 +54,9 @@ RECORDINGS = (
               f"/ sum by ({_KEY}) (rate(cdcwatch_spark_changes_total{{%(spark)s}}[5m]))",
               Case("one in ten", {f"cdcwatch_spark_duplicates_total{{{_Q}}}": "0+10x40",
                                   f"cdcwatch_spark_changes_total{{{_Q}}}": "0+100x40"}, labels=labels_of(_Q), value=0.1)),
+    _stage_quantile("50", "half the changes within 1 s, all within 2.5 s", {"1.0": 50, "2.5": 100}, 1.0),
+    _stage_quantile("95", "none within 1 s, all within 3 s", {"1.0": 0, "3.0": 100}, 2.9),
+    _stage_quantile("99", "half the changes within 1 s, all within 2.5 s", {"1.0": 50, "2.5": 100}, 2.47),
 )
 
 ALERTS = (
@@ -47,6 +77,37 @@ ALERTS = (
         since="1m",
         more=(Case("changes applied on time", {f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="99"}}': "4x40",
                                                f"cdcwatch_spark_changes_applied_total{{{_Q}}}": "0+50x40"}),),
+    ),
+    Alert(
+        "CdcPipelineStageSlow",
+        "(\n"
+        "    query:cdcwatch_spark_apply_lag_seconds:p99 > %(pipeline_latency_p99_seconds)s\n"
+        f"  and on ({_KEY})\n"
+        "    query:cdcwatch_spark_changes_applied:rate5m > 0\n"
+        ")\n"
+        f"+ on ({_KEY}) group_left (stage)\n"
+        f"  0 * topk by ({_KEY}) (1, query_stage:cdcwatch_spark_stage_latency_seconds:p99 >= 0)",
+        "warning", "warning",
+        "Changes of {{ $labels.server }} take too long end to end; the slowest stage is {{ $labels.stage }}",
+        "99 %% of the changes {{ $labels.query }} applied in its last batch were committed up to "
+        "{{ $value | humanizeDuration }} before (objective %(pipeline_latency_p99_seconds)ss). Of capture, produce, "
+        "queue and apply, {{ $labels.stage }} has the highest p99 over the last 5 minutes.",
+        fires=Case("5 minutes end to end, most of it queued in Kafka", {
+            f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="99"}}': "300x40",
+            f"cdcwatch_spark_changes_applied_total{{{_Q}}}": "0+60x40", **_FAST_CAPTURE, **_SLOW_QUEUE, **_APPLY},
+            labels=labels_of(_Q, 'stage="queue"'), value=300),
+        quiet=Case("20 seconds end to end", {
+            f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="99"}}': "20x40",
+            f"cdcwatch_spark_changes_applied_total{{{_Q}}}": "0+60x40", **_FAST_CAPTURE, **_SLOW_QUEUE, **_APPLY}),
+        since="1m",
+        more=(Case("an idle source: the last batch's reading stays frozen", {
+                  f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="99"}}': "300x40",
+                  f"cdcwatch_spark_changes_applied_total{{{_Q}}}": "1000x40", **_SLOW_QUEUE}),
+              Case("the connector is the slow one", {
+                  f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="99"}}': "300x40",
+                  f"cdcwatch_spark_changes_applied_total{{{_Q}}}": "0+60x40",
+                  **_stage("capture", {"60.0": 0, "300.0": 60, "+Inf": 60}), **_SLOW_QUEUE, **_APPLY},
+                  labels=labels_of(_Q, 'stage="capture"'), value=300)),
     ),
     Alert(
         "CdcSparkFreshnessTooOld",

@@ -1,4 +1,4 @@
-"""The Spark apply job: lag and freshness, throughput, correctness and data loss, query state."""
+"""The Spark apply job: lag and freshness, latency by stage, throughput, correctness and data loss, query state."""
 
 from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Threshold, Variable
 
@@ -6,10 +6,12 @@ __all__ = ["SPARK"]
 
 _SEL = '%(spark)s, query=~"$query", server=~"$server"'
 _QUERY = '%(spark)s, query=~"$query"'
+_RECORDED = '{%(scope)s, query=~"$query", server=~"$server"}'
 
 SPARK = DashboardSpec(
     "cdcwatch-spark", "CDC: Spark apply",
-    "Apply lag and freshness, throughput, duplicates and data loss, and the state of the apply jobs' queries.",
+    "Apply lag and freshness, latency by stage, throughput, duplicates and data loss, and the state of the apply jobs' "
+    "queries.",
     "cdcwatch_spark_query_state{%(only_spark)s",
     (Variable("query", "label_values(cdcwatch_spark_query_state{%(spark)s}, query)"),
      Variable("server", 'label_values(cdcwatch_spark_changes_total{%(spark)s, query=~"$query"}, server)')),
@@ -24,6 +26,20 @@ SPARK = DashboardSpec(
                       threshold=Threshold("spark_freshness_seconds")),
             PanelSpec("Offsets behind latest", "Records in Kafka the query has not read yet, after its last batch.", "short",
                       (Query(f"sum by (query) (cdcwatch_spark_source_offsets_behind_latest{{{_QUERY}}})", "{{query}}"),)),
+        )),
+        ("Latency by stage", (
+            PanelSpec("Latency by stage", "p50, p95 and p99 over 5 minutes of each stage of a change: capture (source "
+                      "commit → connector), produce (connector → the Kafka record's timestamp; timestamp_type says whose), "
+                      "queue (→ start of the batch reading it), apply (batch start → end); and the end-to-end p99 of the "
+                      "last batch with changes.", "s",
+                      (*(Query(f"query_stage:cdcwatch_spark_stage_latency_seconds:p{q}{_RECORDED}",
+                               f"{{{{query}}}} {{{{stage}}}} {{{{timestamp_type}}}} p{q}") for q in ("50", "95", "99")),
+                       Query(f"query:cdcwatch_spark_apply_lag_seconds:p99{_RECORDED}", "{{query}} end to end p99")),
+                      threshold=Threshold("pipeline_latency_p99_seconds")),
+            PanelSpec("Changes with clock skew", "Changes per second whose stage came out negative (the clocks at its two "
+                      "ends disagree), counted as 0 s in the latency by stage.", "ops",
+                      (Query(f"sum by (query, stage, timestamp_type) (rate(cdcwatch_spark_clock_skew_changes_total{{{_SEL}}}"
+                             "[$__rate_interval]))", "{{query}} {{stage}} {{timestamp_type}}"),)),
         )),
         ("Throughput", (
             PanelSpec("Rows processed", "Processing rate of the last micro-batch.", "ops",
