@@ -76,7 +76,7 @@ def _row(record: dict[str, Any]) -> tuple[Any, ...]:
             str(event.table) if event.table else None,
             json.dumps(event.key, separators=(",", ":"), default=str) if event.key is not None else None,
             event.position.sortable() if event.position else None, event.commit_time,
-            None if event.emitted_time_ns is None else event.emitted_time_ns / 1e9,
+            None if event.emitted_time_ns is None else event.emitted_time_ns / 1_000_000_000,
             json.dumps(event.after, separators=(",", ":"), sort_keys=True) if event.after is not None else None,
             0, None, *kafka)
 

@@ -100,7 +100,7 @@ class ChangeEvent:
     @property
     def commit_time(self) -> float | None:
         """Source commit time in seconds since the epoch."""
-        return None if self.commit_time_ns is None else self.commit_time_ns / 1e9
+        return None if self.commit_time_ns is None else self.commit_time_ns / 1_000_000_000  # int / int: correctly rounded
 
     @property
     def is_snapshot(self) -> bool:

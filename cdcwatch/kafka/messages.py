@@ -91,7 +91,7 @@ class MessageReader:
                 emitted = decode(message.key(), message.value(), at[0]).emitted_time_ns
             except EventDecodeError:
                 emitted = None
-            self.timestamps.put(at, (emitted / 1e9, "payload") if emitted else _NO_TIMESTAMP)
+            self.timestamps.put(at, (emitted / 1_000_000_000, "payload") if emitted else _NO_TIMESTAMP)
         found = {at: self.timestamps.get(at) for at in wanted if at in self.timestamps}
         return {at: (None if stamp == _NO_TIMESTAMP else stamp) for at, stamp in found.items()}
 
