@@ -165,10 +165,9 @@ class Monitor(threading.Thread):
             return  # the driver is down or paused
         value = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                     if line.startswith("cdcwatch_spark_duplicates_total{"))
-        last = self._last_duplicates
-        self.duplicates += value if last is None or value < last else value - last  # a new driver starts at 0
-        if last is None:
-            self.duplicates -= value  # the first reading is the baseline
+        last = self._last_duplicates  # the first reading is the baseline
+        if last is not None:
+            self.duplicates += value if value < last else value - last  # a new driver starts at 0
         self._last_duplicates = value
 
 
