@@ -1,8 +1,11 @@
 """Default JMX backend: one persistent JMX connection per target through JPype.
 
-Connects once, reads each bean's attributes in one `getAttributes` call, converts every open
-type (`String[]`, TabularData maps, CompositeData, BigInteger) to Python, and reconnects on the
-next query after any failure.
+Connects once and reads each bean's attributes in one `getAttributes` call, the beans of a query in
+parallel (one RMI round trip for all of them, not one per bean). The names a pattern matches are
+listed once and kept until the MBean server announces a registration or unregistration (its
+delegate's notifications) or the connection reports lost notifications, so a steady scrape costs
+no listing round trip. Every open type (`String[]`, TabularData maps, CompositeData, BigInteger)
+is converted to Python; any failure drops the connection and the next query reconnects.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import jpype
@@ -22,6 +26,9 @@ __all__ = ["JpypeClient", "to_python"]
 
 _INTEGRAL = {"java.lang.Long", "java.lang.Integer", "java.lang.Short", "java.lang.Byte", "java.util.concurrent.atomic.AtomicLong"}
 _FLOATING = {"java.lang.Double", "java.lang.Float", "java.math.BigDecimal"}
+_DELEGATE = "JMImplementation:type=MBeanServerDelegate"
+READ_THREADS = 8
+"""Beans read at once per target (each read is one RMI call on its own pooled connection)."""
 
 
 @functools.cache
@@ -78,6 +85,18 @@ def _describe(exc: BaseException) -> str:
     return (text.splitlines() or ["unknown error"])[0].split("; nested exception is")[0][:300]
 
 
+@jpype.JImplements("javax.management.NotificationListener", deferred=True)
+class _NamesChanged:
+    """Marks the client's bean names stale on any MBean (un)registration or connection notification."""
+
+    def __init__(self, client: JpypeClient) -> None:
+        self._client = client
+
+    @jpype.JOverride  # type: ignore[untyped-decorator]
+    def handleNotification(self, notification: Any, handback: Any) -> None:  # noqa: N802 (Java interface)
+        self._client.names_changed()
+
+
 class JpypeClient:
     """A persistent JMX connection to one JVM."""
 
@@ -87,12 +106,20 @@ class JpypeClient:
         self._lock = threading.Lock()
         self._connector: Any = None
         self._connection: Any = None
+        self._names: dict[str, tuple[int, list[Any]]] = {}
+        self._generation = 0  # advanced by every announced change
+        self._pool: ThreadPoolExecutor | None = None
+
+    def names_changed(self) -> None:
+        """Forget the listed bean names: the next query lists them again."""
+        self._generation += 1
 
     def _connect(self) -> Any:
         ensure_jvm()
         HashMap = jpype.JClass("java.util.HashMap")
         JMXServiceURL = jpype.JClass("javax.management.remote.JMXServiceURL")
         JMXConnectorFactory = jpype.JClass("javax.management.remote.JMXConnectorFactory")
+        ObjectName = jpype.JClass("javax.management.ObjectName")
         env = HashMap()
         if self._settings.username is not None and self._settings.password is not None:
             credentials = jpype.JArray(jpype.JString)([self._settings.username, self._settings.password.get_secret_value()])
@@ -100,8 +127,13 @@ class JpypeClient:
         if self._settings.ssl:
             env.put("com.sun.jndi.rmi.factory.socket", jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")())
         self._connector = JMXConnectorFactory.connect(JMXServiceURL(self._settings.service_url), env)
-        self._connection = self._connector.getMBeanServerConnection()
-        return self._connection
+        connection = self._connector.getMBeanServerConnection()
+        listener = _NamesChanged(self)
+        self._connector.addConnectionNotificationListener(listener, None, None)
+        connection.addNotificationListener(ObjectName(_DELEGATE), listener, None, None)
+        self.names_changed()
+        self._connection = connection
+        return connection
 
     def query(self, pattern: str, attributes: Sequence[str]) -> list[MBean]:
         return self.query_many([(pattern, attributes)])[0]
@@ -110,20 +142,32 @@ class JpypeClient:
         with self._lock:
             try:
                 connection = self._connection or self._connect()
-                ObjectName = jpype.JClass("javax.management.ObjectName")
-                answers = []
-                for pattern, attributes in queries:
-                    wanted = jpype.JArray(jpype.JString)(list(attributes))
-                    beans = []
-                    for name in connection.queryNames(ObjectName(pattern), None):
-                        bean = self._read(connection, name, wanted)
-                        if bean is not None:
-                            beans.append(bean)
-                    answers.append(sorted(beans, key=lambda b: b.name))
-                return answers
+                reads = [(index, name, jpype.JArray(jpype.JString)(list(attributes)))
+                         for index, (pattern, attributes) in enumerate(queries)
+                         for name in self._listed(connection, pattern)]
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cdcwatch-jmx")
+                beans = list(self._pool.map(lambda read: self._read(connection, read[1], read[2]), reads))
+                answers: list[list[MBean]] = [[] for _ in queries]
+                for (index, _, _), bean in zip(reads, beans, strict=True):
+                    if bean is None:
+                        self.names_changed()  # it went away: list again next time
+                    else:
+                        answers[index].append(bean)
+                return [sorted(found, key=lambda b: b.name) for found in answers]
             except Exception as exc:  # any failure: drop the connection, report one line
                 self._drop()
                 raise JmxError(_describe(exc)) from None
+
+    def _listed(self, connection: Any, pattern: str) -> list[Any]:
+        """The names `pattern` matches, listed once until the server announces a change."""
+        generation = self._generation
+        listed = self._names.get(pattern)
+        if listed is not None and listed[0] == generation:
+            return listed[1]
+        names = list(connection.queryNames(jpype.JClass("javax.management.ObjectName")(pattern), None))
+        self._names[pattern] = (generation, names)  # a change announced meanwhile has advanced the generation
+        return names
 
     @staticmethod
     def _read(connection: Any, name: Any, wanted: Any) -> MBean | None:
@@ -147,3 +191,6 @@ class JpypeClient:
 
     def close(self) -> None:
         self._drop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None

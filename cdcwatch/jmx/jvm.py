@@ -10,6 +10,9 @@ __all__ = ["ensure_jvm", "set_response_timeout"]
 
 _lock = threading.Lock()
 _response_timeout_seconds = 10.0
+IDLE_CONNECTION_SECONDS = 600
+"""How long an idle RMI connection is kept for reuse: longer than any scrape interval, so a scrape does not
+open new connections (RMI's default of 15 s is shorter than many intervals)."""
 
 
 def set_response_timeout(seconds: float) -> None:
@@ -29,7 +32,7 @@ def ensure_jvm() -> None:
             "-Xrs",
             "-Djava.awt.headless=true",
             f"-Dsun.rmi.transport.tcp.responseTimeout={millis}",
-            f"-Dsun.rmi.transport.connectionTimeout={millis}",
+            f"-Dsun.rmi.transport.connectionTimeout={IDLE_CONNECTION_SECONDS * 1000}",
             f"-Dsun.rmi.transport.tcp.handshakeTimeout={millis}",
             "-Dsun.rmi.dgc.client.gcInterval=3600000",
             convertStrings=True,
