@@ -1,0 +1,152 @@
+"""Many Debezium connectors across many Kafka Connect JVMs in one scrape, next to jmx_exporter's agents.
+
+--jvms Kafka Connect 4 workers (standalone, one JVM each) run --connectors released Debezium
+PostgreSQL connectors between them (round-robin, one replication slot each) against one local
+PostgreSQL; each worker has prometheus/jmx_exporter's Java agent attached (the debezium-examples
+rules of bench/jmx_peer.py). `cdcwatch serve` has one JMX target per worker. Timed, interleaved:
+- a full `/metrics` scrape of `cdcwatch serve` (every target collected concurrently, as Prometheus
+  sees it), which must read `cdcwatch_up 1` for every worker and the streaming bean of every connector;
+- one round of the agents: every agent scraped at once, timed until the slowest answers (what a
+  Prometheus scraping them in parallel waits for).
+Prints p50/p95 of both, their ratio, the exporter's RSS, and the targets as met or not; writes
+docs/bench/jmx_fleet.png.
+
+Targets: 50 connectors in 10 JVMs in one scrape <= 100 ms p50; exporter RSS <= 200 MB.
+
+    .venv/bin/python bench/jmx_fleet.py [--jvms 10] [--connectors 50] [--scrapes 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.jmx_peer import AGENT_RULES, fetch, p95, timed  # noqa: E402
+from bench.plots import save_timings  # noqa: E402
+from devstack.connect import ConnectWorker  # noqa: E402
+from devstack.debezium import postgres_connector_properties  # noqa: E402
+from devstack.kafka import KafkaBroker  # noqa: E402
+from devstack.postgres import PostgresServer  # noqa: E402
+from devstack.procs import free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
+from tests.integration.conftest import parse, value  # noqa: E402
+
+TARGET_SCRAPE_SECONDS = 0.100
+TARGET_RSS_MIB = 200.0
+ENGINE_ONLY = ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms", "errors.max.retries")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jvms", type=int, default=10, help="Kafka Connect workers, one JVM each")
+    parser.add_argument("--connectors", type=int, default=50, help="Debezium connectors across the workers")
+    parser.add_argument("--scrapes", type=int, default=25)
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-fleet-"))
+    base.chmod(0o755)
+    (base / "agent.yml").write_text(AGENT_RULES, encoding="utf-8")
+    agent_jar = next(jvm_dir("jmx-exporter").glob("jmx_prometheus_javaagent-*.jar"))
+    pg = PostgresServer(base / "pg", free_port())
+    broker = KafkaBroker(base / "broker")
+    running: list = []
+    serve = None
+    try:
+        pg.start()
+        running.append(pg)
+        slots = args.connectors + 4
+        pg.sql(f"ALTER SYSTEM SET max_replication_slots = {slots}; ALTER SYSTEM SET max_wal_senders = {slots};"
+               f"ALTER SYSTEM SET max_connections = {2 * slots + 20}")
+        pg.stop()
+        pg.start()
+        pg.sql("CREATE TABLE customers (id int PRIMARY KEY, name text);"
+               "INSERT INTO customers SELECT g, 'c' || g FROM generate_series(1, 1000) g;")
+        broker.start()
+        running.append(broker)
+        workers, agent_urls = [], []
+        for jvm in range(args.jvms):
+            connectors = {}
+            for n in range(jvm, args.connectors, args.jvms):
+                properties = postgres_connector_properties(base, pg.port, f"bench{n}", "public.customers",
+                                                           slot=f"bench_slot_{n}")
+                for engine_only in ENGINE_ONLY:
+                    properties.pop(engine_only)
+                connectors[f"bench{n}-connector"] = properties
+            worker = ConnectWorker(base / f"connect{jvm}", broker.bootstrap, connectors)
+            agent_port = free_port()
+            worker.jvm_args = [f"-javaagent:{agent_jar}=127.0.0.1:{agent_port}:{base / 'agent.yml'}"]
+            worker.start(timeout=300)
+            running.append(worker)
+            workers.append(worker)
+            agent_urls.append(f"http://127.0.0.1:{agent_port}/metrics")
+
+        def all_streaming() -> bool:
+            lines = [line for url in agent_urls for line in fetch(url).splitlines() if 'context="streaming"' in line]
+            return all(any(f'name="bench{n}"' in line for line in lines) for n in range(args.connectors))
+        wait_for(all_streaming, 600, "every connector's streaming bean in the agents' output", interval=2)
+
+        port = free_port()
+        config = base / "cdcwatch.yml"
+        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n" + "".join(
+            f"  - name: connect{jvm}\n    timeout_seconds: 30\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
+            for jvm, worker in enumerate(workers)))
+        serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(config)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: port_open(port), 60, "cdcwatch serve")
+        serve_url = f"http://127.0.0.1:{port}/metrics"
+
+        def scrape_serve() -> None:
+            samples = parse(fetch(serve_url))
+            down = [jvm for jvm in range(args.jvms)
+                    if value(samples, "cdcwatch_up", collector="debezium", target=f"connect{jvm}") != 1]
+            missing = [n for n in range(args.connectors)
+                       if value(samples, "cdcwatch_debezium_connected", server=f"bench{n}", context="streaming") is None]
+            if down or missing:
+                raise RuntimeError(f"the timed scrape missed workers {down} / connectors {missing}")
+
+        agents = ThreadPoolExecutor(len(agent_urls))
+
+        def scrape_agents() -> None:
+            list(agents.map(fetch, agent_urls))
+
+        scrape_serve(), scrape_agents()  # warm-up: connections, first class loads
+        timings: dict[str, list[float]] = {"cdcwatch serve /metrics (all targets)": [],
+                                           "jmx_exporter agents /metrics (all, in parallel)": []}
+        for _ in range(args.scrapes):  # interleaved: both see the same machine noise
+            timings["cdcwatch serve /metrics (all targets)"].append(timed(scrape_serve))
+            timings["jmx_exporter agents /metrics (all, in parallel)"].append(timed(scrape_agents))
+        agents.shutdown()
+
+        rss = rss_mib(serve.pid)
+        print(f"{args.connectors} connectors in {args.jvms} Kafka Connect JVMs, {args.scrapes} interleaved rounds")
+        for name, samples in timings.items():
+            print(f"  {name:<48} p50 {statistics.median(samples) * 1000:7.1f} ms   p95 {p95(samples) * 1000:7.1f} ms")
+        serve_p50 = statistics.median(timings["cdcwatch serve /metrics (all targets)"])
+        agents_p50 = statistics.median(timings["jmx_exporter agents /metrics (all, in parallel)"])
+        print(f"  agents / cdcwatch serve p50: {agents_p50 / serve_p50:.2f}x; cdcwatch serve RSS {rss:.0f} MiB")
+        checks = {
+            f"one scrape p50 <= {TARGET_SCRAPE_SECONDS * 1000:.0f} ms": serve_p50 <= TARGET_SCRAPE_SECONDS,
+            f"RSS <= {TARGET_RSS_MIB:.0f} MiB": rss <= TARGET_RSS_MIB,
+        }
+        for check, met in checks.items():
+            print(f"  {check}: {'MET' if met else 'NOT MET'}")
+        plot = save_timings("jmx_fleet", f"Debezium MBeans of {args.connectors} connectors in {args.jvms} Connect JVMs",
+                            {k: [t * 1000 for t in v] for k, v in timings.items()})
+        if plot:
+            print(f"  plot: {plot}")
+        return 0 if all(checks.values()) else 1
+    finally:
+        if serve is not None:
+            serve.terminate()
+            serve.wait(30)
+        for component in reversed(running):
+            component.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
