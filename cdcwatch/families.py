@@ -9,7 +9,8 @@ from typing import Literal, Protocol
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-__all__ = ["Collection", "FamilyBuilder", "MetricSpec", "TargetCollector", "UndeclaredLabel", "metric_specs"]
+__all__ = ["Collection", "FamilyBuilder", "MetricSpec", "TargetCollector", "UndeclaredLabel", "metric_specs",
+           "referenced_specs"]
 
 _UNITS = ("seconds", "bytes")
 
@@ -56,6 +57,12 @@ def metric_specs(*specs: MetricSpec) -> dict[str, MetricSpec]:
     if len(by_name) != len(specs):
         raise ValueError("a metric is declared twice")
     return by_name
+
+
+def referenced_specs(specs: Iterable[MetricSpec]) -> tuple[MetricSpec, ...]:
+    """The specs a table of rules refers to, each once by identity (the rules of one family share one spec
+    object), for `metric_specs`: two specs of one name, even equal ones, are then an error."""
+    return tuple({id(spec): spec for spec in specs}.values())
 
 
 class FamilyBuilder:

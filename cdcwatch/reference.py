@@ -1,4 +1,4 @@
-"""Generated Markdown references: metrics from the mapping table, configuration from the models.
+"""Generated Markdown references: metrics from their specs, configuration from the models.
 
 The README embeds both between markers (`<!-- metrics-reference:start -->` ... `<!-- metrics-reference:end -->`);
 `cdcwatch mixin generate` rewrites them (`with_references`), and a test fails on any drift.
@@ -12,10 +12,11 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from cdcwatch.config import Config
+from cdcwatch.connect import jmx_rules
 from cdcwatch.connect.collector import CONNECT_METRICS
-from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES
-from cdcwatch.debezium import DEBEZIUM_METRICS
-from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion
+from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
+from cdcwatch.debezium import DEBEZIUM_METRICS, mapping
+from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.families import MetricSpec
 from cdcwatch.kafka.collector import KAFKA_METRICS
@@ -36,26 +37,10 @@ def metrics_reference() -> str:
     lines += ["", "### Debezium (JMX)", "",
               f"Every series carries the labels {_BEAN_LABELS}; extra labels are listed per metric.", "",
               "| metric | type | extra labels | MBean attribute(s) | help |", "|---|---|---|---|---|"]
-    by_metric: dict[str, dict[str, Any]] = {}
-    for rule in RULES:
-        if rule.conversion is Conversion.FREE_TEXT:
-            continue
-        row = by_metric.setdefault(rule.metric, {"type": rule.type, "labels": [], "attrs": [], "help": rule.help})
-        extra = [k for k, _ in rule.labels] + ([rule.key_label] if rule.key_label else [])
-        if rule.conversion is Conversion.STATE:
-            extra.append("state")
-        row["labels"] += [label for label in extra if label not in row["labels"]]
-        row["attrs"].append(rule.attribute)
-    snapshot = SNAPSHOT_STATE_RULE
-    by_metric[snapshot.metric] = {"type": "gauge", "labels": ["state"], "attrs": [a for _, a in snapshot.sources],
-                                  "help": snapshot.help}
-    for name in sorted(by_metric):
-        row = by_metric[name]
-        labels = ", ".join(row["labels"]) or "-"
-        attrs = ", ".join(f"`{a}`" for a in row["attrs"])
-        lines.append(f"| `{name}` | {row['type']} | {labels} | {attrs} | {row['help']} |")
+    lines += [_row(spec, ", ".join(f"`{a}`" for a in mapping.sources(spec)))
+              for _, spec in sorted(DEBEZIUM_BEAN_METRICS.items())]
     lines += ["", "Not exported (free text or unbounded values, never used as label values): "
-              + ", ".join(f"`{r.attribute}`" for r in RULES if r.conversion is Conversion.FREE_TEXT) + ".", ""]
+              + ", ".join(f"`{r.attribute}`" for r in RULES if r.spec is None) + ".", ""]
     lines += ["Per JVM, with the labels target and the target's static labels:", "",
               "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
     lines += [_row(spec, spec.source) for spec in DEBEZIUM_METRICS.values()]
@@ -68,14 +53,7 @@ def metrics_reference() -> str:
               "Every series carries the label target (the worker name) and the worker's static labels.", "",
               "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
     lines += [_row(spec, spec.source or "REST") for spec in CONNECT_METRICS.values()]
-    jmx_rows: dict[str, tuple[str, str, list[str]]] = {}
-    for connect_rule in CONNECT_RULES:
-        jmx_row = jmx_rows.setdefault(connect_rule.metric, (connect_rule.type, connect_rule.help, []))
-        jmx_row[2].append(f"`{connect_rule.bean_type.split('+')[0]}` `{connect_rule.attribute}`")
-    lines += [f"| `{name}` | {kind} | connector, task (per bean) | JMX {', '.join(attrs)} | {help} |"
-              for name, (kind, help, attrs) in jmx_rows.items()]
-    lines += [f"| `{name}` | gauge | connector(, task), state | JMX `{bean}` `status` | Status the MBean reports, as a state set. |"
-              for bean, name in STATUS_RULES.items()]
+    lines += [_row(spec, "JMX " + ", ".join(jmx_rules.sources(spec))) for spec in CONNECT_JMX_METRICS.values()]
     lines += ["", "### PostgreSQL replication slots", "",
               "Every series carries the label target (the source name) and the source's static labels.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]

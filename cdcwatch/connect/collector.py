@@ -27,13 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cdcwatch.config import ConnectWorkerConfig
-from cdcwatch.connect.jmx_rules import CONNECT_JMX_PATTERN, CONNECT_RULES, JMX_STATES, STATUS_RULES
+from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_JMX_PATTERN, CONNECT_RULES, JMX_STATES, STATUS_RULES
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
 
-__all__ = ["CONNECT_METRICS", "CONNECTOR_STATES", "PRODUCER_APP_INFO_PATTERN", "RESTART_REASONS", "ConnectCollector",
-           "TaskRestarts", "debezium_plugin", "exception_class", "pipeline_identity", "server_name_conflicts",
-           "task_producer"]
+__all__ = ["CONNECT_JMX_METRICS", "CONNECT_METRICS", "CONNECTOR_STATES", "PRODUCER_APP_INFO_PATTERN", "RESTART_REASONS",
+           "ConnectCollector", "TaskRestarts", "debezium_plugin", "exception_class", "pipeline_identity",
+           "server_name_conflicts", "task_producer"]
 
 CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
 
@@ -298,19 +298,16 @@ class ConnectCollector:
             kind += "+connector" if kind == "connect-worker-metrics" else ""
         if "task" in bean.keys:
             labels["task"] = bean.keys["task"]
+        common = {"target": self.target, **self.worker.labels}
         for rule in CONNECT_RULES:
             measured = bean.attributes.get(rule.attribute)
             if rule.bean_type == kind and isinstance(measured, (int, float)) and not isinstance(measured, bool):
-                builder.add(rule.metric, rule.type, rule.help,
-                            {"target": self.target, **self.worker.labels, **labels, **dict(rule.labels)},
-                            float(measured) * rule.scale)
-        status_metric = STATUS_RULES.get(kind)
+                builder.add_spec(rule.spec, float(measured) * rule.scale, common, **{**labels, **dict(rule.labels)})
+        status_spec = STATUS_RULES.get(kind)
         status = bean.attributes.get("status")
-        if status_metric and isinstance(status, str):
+        if status_spec and isinstance(status, str):
             for state in JMX_STATES:
-                builder.add(status_metric, "gauge", "Status the worker's MBean reports, as a state set.",
-                            {"target": self.target, **self.worker.labels, **labels, "state": state},
-                            float(status.lower() == state))
+                builder.add_spec(status_spec, float(status.lower() == state), common, **labels, state=state)
 
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
         builder.add_spec(CONNECT_METRICS[metric], value, {"target": self.target, **self.worker.labels}, **labels)

@@ -1,5 +1,11 @@
 """The worker's `kafka.connect` MBeans → metrics, as data: one rule per (bean type, attribute).
 
+Each rule exports into a metric family declared once as a `MetricSpec`: inline where one attribute feeds
+the family, as a shared constant where several do (one label value each). `CONNECT_JMX_METRICS` gathers them
+with the status state sets (a name declared twice is an error). A spec's labels are those the bean gives
+(connector and its server, task) and the rule's own; the rule's are checked when the rule is made, the bean's
+as each sample is added.
+
 Only listed attributes are requested: reading `connector-type` (a Java enum) fails unless
 connect-api is on the JMX client's classpath, and the rest are not needed.
 """
@@ -8,7 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONNECT_JMX_PATTERN", "CONNECT_RULES", "STATUS_RULES", "ConnectRule"]
+from cdcwatch.families import MetricSpec, metric_specs, referenced_specs
+
+__all__ = ["CONNECT_JMX_METRICS", "CONNECT_JMX_PATTERN", "CONNECT_RULES", "JMX_STATES", "STATUS_RULES", "ConnectRule",
+           "sources"]
 
 CONNECT_JMX_PATTERN = "kafka.connect:*"
 
@@ -17,64 +26,89 @@ CONNECT_JMX_PATTERN = "kafka.connect:*"
 class ConnectRule:
     bean_type: str
     attribute: str
-    metric: str
-    type: str
-    help: str
+    spec: MetricSpec
     scale: float = 1.0
-    labels: tuple[tuple[str, str], ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()  # fixed labels of this attribute's series (one value of a shared family)
+
+    def __post_init__(self) -> None:
+        self.spec.check_labels(name for name, _ in self.labels)
 
 
 _W, _C, _T, _S, _E = ("connect-worker-metrics", "connect-worker-metrics+connector", "connector-task-metrics",
                       "source-task-metrics", "task-error-metrics")
 
+_CONNECTOR = ("connector", "server")  # the labels of a connector's beans
+_TASK = (*_CONNECTOR, "task")  # of a task's beans
+
+
+def _g(name: str, help: str, *labels: str) -> MetricSpec:
+    return MetricSpec("cdcwatch_connect_" + name, "gauge", help, labels)
+
+
+def _c(name: str, help: str, *labels: str) -> MetricSpec:
+    return MetricSpec("cdcwatch_connect_" + name + "_total", "counter", help, labels)
+
+
+_CONNECTOR_TASKS = _g("worker_connector_tasks", "The connector's tasks on this worker, by state.", *_CONNECTOR, "state")
+
 CONNECT_RULES: tuple[ConnectRule, ...] = (
-    ConnectRule(_W, "connector-count", "cdcwatch_connect_worker_connectors", "gauge", "Connectors on the worker."),
-    ConnectRule(_W, "task-count", "cdcwatch_connect_worker_tasks", "gauge", "Tasks on the worker."),
-    ConnectRule(_W, "connector-startup-attempts-total", "cdcwatch_connect_worker_connector_startup_attempts_total",
-                "counter", "Connector starts the worker attempted."),
-    ConnectRule(_W, "connector-startup-failure-total", "cdcwatch_connect_worker_connector_startup_failures_total",
-                "counter", "Connector starts that failed (a connector that fails at startup has no MBeans of its own)."),
-    ConnectRule(_W, "task-startup-failure-total", "cdcwatch_connect_worker_task_startup_failures_total",
-                "counter", "Task starts that failed."),
-    *(ConnectRule(_C, f"connector-{state}-task-count", "cdcwatch_connect_worker_connector_tasks", "gauge",
-                  "The connector's tasks on this worker, by state.", labels=(("state", state),))
+    ConnectRule(_W, "connector-count", _g("worker_connectors", "Connectors on the worker.")),
+    ConnectRule(_W, "task-count", _g("worker_tasks", "Tasks on the worker.")),
+    ConnectRule(_W, "connector-startup-attempts-total", _c("worker_connector_startup_attempts",
+                                                           "Connector starts the worker attempted.")),
+    ConnectRule(_W, "connector-startup-failure-total", _c("worker_connector_startup_failures", (
+        "Connector starts that failed (a connector that fails at startup has no MBeans of its own)."))),
+    ConnectRule(_W, "task-startup-failure-total", _c("worker_task_startup_failures", "Task starts that failed.")),
+    *(ConnectRule(_C, f"connector-{state}-task-count", _CONNECTOR_TASKS, labels=(("state", state),))
       for state in ("running", "paused", "failed", "unassigned", "restarting", "destroyed")),
-    ConnectRule(_T, "batch-size-avg", "cdcwatch_connect_task_batch_size_avg", "gauge", "Average records per batch."),
-    ConnectRule(_T, "running-ratio", "cdcwatch_connect_task_running_ratio", "gauge", "Fraction of time the task was running."),
-    ConnectRule(_T, "offset-commit-failure-percentage", "cdcwatch_connect_task_offset_commit_failure_ratio", "gauge",
-                "Fraction of offset commits that failed.", scale=0.01),
-    ConnectRule(_S, "source-record-poll-total", "cdcwatch_connect_source_records_polled_total", "counter",
-                "Records the source task polled (before transformations)."),
-    ConnectRule(_S, "source-record-write-total", "cdcwatch_connect_source_records_written_total", "counter",
-                "Records the source task wrote to Kafka (after transformations)."),
-    ConnectRule(_S, "source-record-poll-rate", "cdcwatch_connect_source_record_poll_rate", "gauge",
-                "Records polled per second (the worker's own rate window)."),
-    ConnectRule(_S, "source-record-active-count", "cdcwatch_connect_source_records_active", "gauge",
-                "Records polled but not yet acknowledged by Kafka."),
-    ConnectRule(_S, "poll-batch-avg-time-ms", "cdcwatch_connect_source_poll_batch_avg_seconds", "gauge",
-                "Average time to poll a batch.", scale=0.001),
-    ConnectRule(_S, "poll-batch-max-time-ms", "cdcwatch_connect_source_poll_batch_max_seconds", "gauge",
-                "Longest time to poll a batch.", scale=0.001),
-    ConnectRule(_E, "total-record-errors", "cdcwatch_connect_task_record_errors_total", "counter", "Records that failed in the task."),
-    ConnectRule(_E, "total-record-failures", "cdcwatch_connect_task_record_failures_total", "counter",
-                "Record processing failures (retried ones included)."),
-    ConnectRule(_E, "total-records-skipped", "cdcwatch_connect_task_records_skipped_total", "counter",
-                "Records skipped because of errors (errors.tolerance=all)."),
-    ConnectRule(_E, "total-retries", "cdcwatch_connect_task_retries_total", "counter", "Retried operations."),
-    ConnectRule(_E, "total-errors-logged", "cdcwatch_connect_task_errors_logged_total", "counter", "Errors logged."),
-    ConnectRule(_E, "deadletterqueue-produce-requests", "cdcwatch_connect_task_dlq_produce_requests_total", "counter",
-                "Records written to the dead letter queue."),
-    ConnectRule(_E, "deadletterqueue-produce-failures", "cdcwatch_connect_task_dlq_produce_failures_total", "counter",
-                "Failed writes to the dead letter queue."),
-    ConnectRule(_E, "last-error-timestamp", "cdcwatch_connect_task_last_error_timestamp_seconds", "gauge",
-                "When the task last had an error (0: never).", scale=0.001),
+    ConnectRule(_T, "batch-size-avg", _g("task_batch_size_avg", "Average records per batch.", *_TASK)),
+    ConnectRule(_T, "running-ratio", _g("task_running_ratio", "Fraction of time the task was running.", *_TASK)),
+    ConnectRule(_T, "offset-commit-failure-percentage", _g("task_offset_commit_failure_ratio",
+                                                           "Fraction of offset commits that failed.", *_TASK), scale=0.01),
+    ConnectRule(_S, "source-record-poll-total", _c("source_records_polled",
+                                                   "Records the source task polled (before transformations).", *_TASK)),
+    ConnectRule(_S, "source-record-write-total", _c("source_records_written",
+                                                    "Records the source task wrote to Kafka (after transformations).", *_TASK)),
+    ConnectRule(_S, "source-record-poll-rate", _g("source_record_poll_rate",
+                                                  "Records polled per second (the worker's own rate window).", *_TASK)),
+    ConnectRule(_S, "source-record-active-count", _g("source_records_active",
+                                                     "Records polled but not yet acknowledged by Kafka.", *_TASK)),
+    ConnectRule(_S, "poll-batch-avg-time-ms", _g("source_poll_batch_avg_seconds", "Average time to poll a batch.", *_TASK),
+                scale=0.001),
+    ConnectRule(_S, "poll-batch-max-time-ms", _g("source_poll_batch_max_seconds", "Longest time to poll a batch.", *_TASK),
+                scale=0.001),
+    ConnectRule(_E, "total-record-errors", _c("task_record_errors", "Records that failed in the task.", *_TASK)),
+    ConnectRule(_E, "total-record-failures", _c("task_record_failures", "Record processing failures (retried ones included).",
+                                                *_TASK)),
+    ConnectRule(_E, "total-records-skipped", _c("task_records_skipped",
+                                                "Records skipped because of errors (errors.tolerance=all).", *_TASK)),
+    ConnectRule(_E, "total-retries", _c("task_retries", "Retried operations.", *_TASK)),
+    ConnectRule(_E, "total-errors-logged", _c("task_errors_logged", "Errors logged.", *_TASK)),
+    ConnectRule(_E, "deadletterqueue-produce-requests", _c("task_dlq_produce_requests",
+                                                           "Records written to the dead letter queue.", *_TASK)),
+    ConnectRule(_E, "deadletterqueue-produce-failures", _c("task_dlq_produce_failures",
+                                                           "Failed writes to the dead letter queue.", *_TASK)),
+    ConnectRule(_E, "last-error-timestamp", _g("task_last_error_timestamp_seconds", "When the task last had an error (0: never).",
+                                               *_TASK), scale=0.001),
 )
 
-STATUS_RULES: dict[str, str] = {
-    "connector-metrics": "cdcwatch_connect_jmx_connector_status",
-    "connector-task-metrics": "cdcwatch_connect_jmx_task_status",
+_STATUS = "Status the worker's MBean reports, as a state set."
+STATUS_RULES: dict[str, MetricSpec] = {
+    "connector-metrics": _g("jmx_connector_status", _STATUS, *_CONNECTOR, "state"),
+    "connector-task-metrics": _g("jmx_task_status", _STATUS, *_TASK, "state"),
 }
 """Beans whose `status` attribute becomes a state set (the REST states are the authority: they also
 cover connectors that failed before registering any bean)."""
 
 JMX_STATES = ("running", "paused", "stopped", "failed", "unassigned", "restarting", "destroyed")
+
+CONNECT_JMX_METRICS = metric_specs(*referenced_specs(r.spec for r in CONNECT_RULES), *STATUS_RULES.values())
+"""Every family the worker's `kafka.connect` beans give, declared once; labels besides target and the worker's
+static labels."""
+
+
+def sources(spec: MetricSpec) -> tuple[str, ...]:
+    """`bean type` `attribute` of each attribute `spec`'s samples are read from (for the reference)."""
+    read = [(r.bean_type.split("+")[0], r.attribute) for r in CONNECT_RULES if r.spec is spec]
+    read += [(bean_type, "status") for bean_type, status in STATUS_RULES.items() if status is spec]
+    return tuple(f"`{bean_type}` `{attribute}`" for bean_type, attribute in read)

@@ -5,18 +5,21 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from prometheus_client.samples import Sample
+
 from cdcwatch.config import TargetConfig
-from cdcwatch.debezium.mapping import convert, requested_attributes
+from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, convert, requested_attributes
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds
 
-__all__ = ["DEBEZIUM_METRICS", "MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
+__all__ = ["DEBEZIUM_BEAN_METRICS", "DEBEZIUM_METRICS", "MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
 
 MBEAN_PATTERN = "debezium.*:type=connector-metrics,*"
 """Every Debezium connector bean: postgres, mysql, sql_server, oracle, mongodb, … in any key order."""
 
 DEBEZIUM_METRICS = metric_specs(
-    # per JVM: labels target and the target's static labels (the bean metrics are in the mapping table)
+    # per JVM: labels target and the target's static labels (the bean metrics are DEBEZIUM_BEAN_METRICS, in the
+    # mapping table)
     MetricSpec("cdcwatch_debezium_mbeans", "gauge", "Debezium connector MBeans found on the target.",
                source="(bean count)"),
     MetricSpec("cdcwatch_debezium_jvm_start_time_seconds", "gauge", (
@@ -82,8 +85,9 @@ class DebeziumCollector:
         builder = FamilyBuilder()
         for bean in beans:
             labels = bean_labels(bean, self.target, self._static)
-            for sample in convert(bean.attributes):
-                builder.add(sample.metric, sample.type, sample.help, {**labels, **dict(sample.labels)}, sample.value)
+            for sample in convert(bean.attributes):  # label names checked against the spec as each rule was made
+                builder.family_of(sample.spec).samples.append(
+                    Sample(sample.spec.name, {**labels, **dict(sample.labels)}, sample.value))
         common = {"target": self.target, **self._static}
         builder.add_spec(DEBEZIUM_METRICS["cdcwatch_debezium_mbeans"], float(len(beans)), common)
         started = jvm_start_time_seconds(runtime)

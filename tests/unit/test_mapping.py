@@ -137,7 +137,7 @@ def test_seed_table_attribute_is_mapped_by_its_type(attribute, documented):
     assert produced, f"{attribute} ({documented}) produced no sample"
     for sample in produced:
         assert sample.metric.startswith("cdcwatch_debezium_")
-        assert sample.metric.endswith("_total") == (sample.type == "counter")
+        assert sample.metric.endswith("_total") == (sample.spec.type == "counter")
         if "MilliSeconds" in attribute and documented == "long":
             assert sample.value == pytest.approx(1.234) and "seconds" in sample.metric
 
@@ -200,10 +200,12 @@ def test_recorded_numbers_are_exported_as_recorded_and_sentinels_not_at_all(dump
 
 def test_names_follow_prometheus_conventions():
     for rule in RULES:
-        if rule.conversion is Conversion.FREE_TEXT:
+        if rule.spec is None:
+            assert rule.conversion is Conversion.FREE_TEXT and rule.why, rule.attribute
             continue
-        assert re.fullmatch(r"cdcwatch_debezium_[a-z0-9_]+", rule.metric), rule.metric
-        assert rule.metric.endswith("_total") == (rule.type == "counter"), rule.metric
+        name = rule.spec.name
+        assert re.fullmatch(r"cdcwatch_debezium_[a-z0-9_]+", name), name
+        assert name.endswith("_total") == (rule.spec.type == "counter"), name
         if rule.scale == 0.001:
-            assert "seconds" in rule.metric, rule.metric
-        assert "milli" not in rule.metric
+            assert "seconds" in name, name
+        assert "milli" not in name

@@ -7,17 +7,23 @@ import re
 
 import pytest
 
-from cdcwatch.connect import CONNECT_METRICS
-from cdcwatch.debezium import DEBEZIUM_METRICS
+from cdcwatch.config import TargetConfig
+from cdcwatch.connect import CONNECT_JMX_METRICS, CONNECT_METRICS, ConnectCollector
+from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES, ConnectRule
+from cdcwatch.debezium import DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS, DebeziumCollector, bean_labels
+from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion, Rule, convert
 from cdcwatch.exporter import SELF_METRICS, Exporter, TargetResult
-from cdcwatch.families import FamilyBuilder, MetricSpec, UndeclaredLabel, metric_specs
+from cdcwatch.families import FamilyBuilder, MetricSpec, UndeclaredLabel, metric_specs, referenced_specs
+from cdcwatch.jmx import MBean
 from cdcwatch.kafka import KAFKA_METRICS, KafkaCollector
 from cdcwatch.postgres import SLOT_METRICS
 from cdcwatch.reference import metrics_reference
 from cdcwatch.spark.metrics import SPARK_METRICS, SinkOutcome, SparkMetrics
+from tests.fixtures import read_dump
 
-TABLES = {"self": SELF_METRICS, "debezium": DEBEZIUM_METRICS, "kafka": KAFKA_METRICS, "connect": CONNECT_METRICS,
-          "slots": SLOT_METRICS, "spark": SPARK_METRICS}
+TABLES = {"self": SELF_METRICS, "debezium": DEBEZIUM_METRICS, "debezium_beans": DEBEZIUM_BEAN_METRICS,
+          "kafka": KAFKA_METRICS, "connect": CONNECT_METRICS, "connect_jmx": CONNECT_JMX_METRICS, "slots": SLOT_METRICS,
+          "spark": SPARK_METRICS}
 ALL = [spec for table in TABLES.values() for spec in table.values()]
 
 
@@ -84,3 +90,176 @@ def test_the_reference_lists_every_declared_metric(table: str) -> None:
     for spec in TABLES[table].values():
         labels = ", ".join(spec.labels) or "-"
         assert re.search(rf"^\| `{spec.name}` \| {spec.type} \| {re.escape(labels)} \|", reference, re.MULTILINE), spec.name
+
+
+# --- the Debezium mapping table and the Connect worker's JMX rules ------------------------------------------------
+
+def test_a_rule_with_a_label_its_spec_does_not_declare_is_refused() -> None:
+    """A rule's label names (fixed labels, key label, state) are checked when it is made: the samples need none."""
+    plain = MetricSpec("cdcwatch_debezium_x", "gauge", "h")
+    with pytest.raises(UndeclaredLabel, match="operation"):
+        Rule("A", plain, labels=(("operation", "create"),))
+    with pytest.raises(UndeclaredLabel, match="table"):
+        Rule("A", plain, Conversion.PER_KEY, key_label="table")
+    with pytest.raises(UndeclaredLabel, match="state"):
+        Rule("A", plain, Conversion.STATE, states=("RUNNING",))
+    with pytest.raises(ValueError, match="not all of"):  # a declared label the rule's samples would lack
+        Rule("A", MetricSpec("cdcwatch_debezium_x", "gauge", "h", ("operation", "table")), Conversion.PER_KEY,
+             key_label="table")
+    with pytest.raises(ValueError, match="free text"):
+        Rule("A", None)
+    Rule("A", MetricSpec("cdcwatch_debezium_x", "gauge", "h", ("operation", "table")), Conversion.PER_KEY,
+         key_label="table", labels=(("operation", "create"),))
+    with pytest.raises(UndeclaredLabel, match="state"):
+        ConnectRule("connector-task-metrics", "a", MetricSpec("cdcwatch_connect_x", "gauge", "h", ("connector",)),
+                    labels=(("state", "running"),))
+
+
+def test_rules_of_one_family_share_its_one_declaration() -> None:
+    """Help and type live in the spec alone; a second spec of the same name (other help, or even equal) is refused."""
+    shared = MetricSpec("cdcwatch_debezium_x_total", "counter", "h", ("operation",))
+    rules = [Rule(a, shared, labels=(("operation", a),)) for a in ("create", "update")]
+    assert metric_specs(*referenced_specs(r.spec for r in rules if r.spec)) == {shared.name: shared}
+    for other in (MetricSpec(shared.name, "counter", "other help", ("operation",)),
+                  MetricSpec(shared.name, "counter", "h", ("operation",))):
+        rules.append(Rule("delete", other, labels=(("operation", "delete"),)))
+        with pytest.raises(ValueError, match="declared twice"):
+            metric_specs(*referenced_specs(r.spec for r in rules if r.spec))
+        rules.pop()
+
+
+def test_every_rule_exports_into_a_declared_family_and_every_family_has_a_rule() -> None:
+    for rule in RULES:
+        assert rule.spec is None or DEBEZIUM_BEAN_METRICS[rule.spec.name] is rule.spec, rule.attribute
+    used = {id(r.spec) for r in RULES} | {id(SNAPSHOT_STATE_RULE.spec)}
+    assert all(id(spec) in used for spec in DEBEZIUM_BEAN_METRICS.values())
+    for connect_rule in CONNECT_RULES:
+        assert CONNECT_JMX_METRICS[connect_rule.spec.name] is connect_rule.spec, connect_rule.attribute
+    used = {id(r.spec) for r in CONNECT_RULES} | {id(spec) for spec in STATUS_RULES.values()}
+    assert all(id(spec) in used for spec in CONNECT_JMX_METRICS.values())
+
+
+def _value_for(rule: Rule) -> object:
+    """A value of the attribute's type that gives samples."""
+    return {Conversion.BOOLEAN: True, Conversion.COUNT: ["a.b"], Conversion.PER_KEY: {"a.b": 5},
+            Conversion.NUMERIC_TEXT: "42", Conversion.FILE_INDEX: "mysql-bin.000004", Conversion.PRESENT: "chunk-1",
+            Conversion.STATE: rule.states[0] if rule.states else ""}.get(rule.conversion, 1234)
+
+
+def _every_attribute() -> dict[str, object]:
+    attributes = {rule.attribute: _value_for(rule) for rule in RULES if rule.spec is not None}
+    return attributes | {attribute: True for _, attribute in SNAPSHOT_STATE_RULE.sources}
+
+
+def test_every_rules_samples_carry_exactly_its_specs_labels() -> None:
+    for rule in RULES:
+        if rule.spec is not None:
+            samples = list(convert({rule.attribute: _value_for(rule)}))
+            assert samples, rule.attribute
+            for sample in samples:
+                assert sample.spec is rule.spec and tuple(name for name, _ in sample.labels) == rule.spec.labels, \
+                    (rule.attribute, sample)
+
+
+class _Jmx:
+    """The beans a JMX query answers, for the label plumbing (no JVM)."""
+
+    def __init__(self, *answers: list[MBean]) -> None:
+        self.answers = list(answers)
+
+    def query_many(self, queries: object) -> list[list[MBean]]:
+        return self.answers
+
+    def close(self) -> None:
+        pass
+
+
+_BEANS = ("postgres-mbeans-after-dml.tsv", "mysql-mbeans-with-schema-history.tsv")
+_STREAMING = MBean("debezium.postgres:type=connector-metrics,context=streaming,server=s,custom.tag=x", "debezium.postgres",
+                   {"type": "connector-metrics", "context": "streaming", "server": "s", "custom.tag": "x"}, _every_attribute())
+
+
+def _debezium_beans() -> list[MBean]:
+    """The recorded beans and one with every exported attribute set."""
+    return [*(bean for dump in _BEANS for bean in read_dump(dump)), _STREAMING]
+
+
+def _debezium_families() -> list:
+    beans = _debezium_beans()
+    target = TargetConfig.model_validate({"name": "t", "labels": {"env": "prod"},
+                                          "jmx": {"url": "service:jmx:rmi:///jndi/rmi://h:1/jmxrmi"}})
+    return DebeziumCollector(target, _Jmx(beans, [])).collect().families
+
+
+def test_the_debezium_collectors_families_are_the_declared_ones() -> None:
+    """Every bean family, each with its spec's type and help, each sample with the bean's labels and the spec's."""
+    declared = {spec.name.removesuffix("_total"): spec for spec in DEBEZIUM_BEAN_METRICS.values()}
+    bean_label_sets = {tuple(bean_labels(b, "t", {"env": "prod"})) for b in _debezium_beans()}
+    families = {family.name: family for family in _debezium_families()}
+    for name, spec in declared.items():
+        family = families[name]
+        assert family.type == spec.type and family.documentation == spec.help, name
+        for sample in family.samples:
+            keys = tuple(sample.labels)
+            assert keys[len(keys) - len(spec.labels):] == spec.labels, (name, sample.labels)
+            assert keys[: len(keys) - len(spec.labels)] in bean_label_sets, (name, sample.labels)
+
+
+def _connect_families() -> list:
+    collector = ConnectCollector.__new__(ConnectCollector)  # only the JMX label plumbing, no worker
+    collector.target = "w"
+    collector.worker = type("Worker", (), {"labels": {"env": "prod"}})()
+    every = {rule.attribute: 7 for rule in CONNECT_RULES} | {"status": "RUNNING"}
+    beans = [MBean("kafka.connect:type=x", "kafka.connect", keys, every) for keys in (
+        {"type": "connect-worker-metrics"}, {"type": "connect-worker-metrics", "connector": "c"},
+        {"type": "connector-metrics", "connector": "c"}, *({"type": kind, "connector": "c", "task": "0"} for kind in
+                                                          ("connector-task-metrics", "source-task-metrics", "task-error-metrics")))]
+    builder = FamilyBuilder()
+    for bean in beans:
+        collector._bean(builder, bean, {"c": "srv"})
+    return builder.families()
+
+
+def test_the_connect_collectors_jmx_families_are_the_declared_ones() -> None:
+    declared = {spec.name.removesuffix("_total"): spec for spec in CONNECT_JMX_METRICS.values()}
+    for family in _connect_families():
+        spec = declared.pop(family.name)
+        assert family.type == spec.type and family.documentation == spec.help, family.name
+        for sample in family.samples:
+            assert tuple(sample.labels) == ("target", "env", *spec.labels), (family.name, sample.labels)
+    assert declared == {}
+
+
+def test_the_connect_collector_refuses_a_bean_label_its_spec_does_not_declare() -> None:
+    """The labels a bean gives (connector, server, task) are checked as each sample is added."""
+    collector = ConnectCollector.__new__(ConnectCollector)
+    collector.target = "w"
+    collector.worker = type("Worker", (), {"labels": {}})()
+    worker_bean = MBean("kafka.connect:type=x", "kafka.connect", {"type": "connect-worker-metrics", "task": "0"},
+                        {"connector-count": 1})
+    with pytest.raises(UndeclaredLabel, match="task"):
+        collector._bean(FamilyBuilder(), worker_bean, {})
+
+
+def _reference_rows() -> dict[str, tuple[str, str, str]]:
+    """Metric → (type, labels, help) as the generated reference shows them."""
+    rows = {}
+    for line in metrics_reference().splitlines():
+        if match := re.match(r"^\| `(cdcwatch_\w+)` \| (\w+) \| ([^|]*) \|", line):
+            rows[match.group(1)] = (match.group(2), match.group(3).strip(), line.rstrip(" |").rsplit(" | ", 1)[1])
+    return rows
+
+
+@pytest.mark.parametrize("collector", ["debezium", "connect_jmx"])
+def test_the_reference_says_what_metrics_shows(collector: str) -> None:
+    """Type, extra labels and help of every family the collector exports, as the README reference documents them."""
+    families = _debezium_families() if collector == "debezium" else _connect_families()
+    rows = _reference_rows()
+    common = {"target", "env"}  # the target's and its static labels, and a Debezium bean's own:
+    common |= {key for b in _debezium_beans() for key in bean_labels(b, "t", {})} if collector == "debezium" else set()
+    for family in families:
+        name = family.name + ("_total" if family.type == "counter" else "")
+        kind, labels, help = rows[name]
+        assert (kind, help) == (family.type, family.documentation), name
+        extra = {key for sample in family.samples for key in sample.labels} - common
+        assert extra == (set(labels.split(", ")) if labels != "-" else set()), (name, extra, labels)
