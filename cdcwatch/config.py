@@ -111,7 +111,13 @@ class JmxSettings(_Strict):
     url: str | None = Field(None, description="Full JMX service URL, e.g. `service:jmx:rmi:///jndi/rmi://h:9010/jmxrmi`.")
     username: str | None = Field(None, description="JMX user (for a password-protected agent).")
     password: SecretStr | None = Field(None, description="JMX password; use `${ENV_VAR}`, never a literal.")
-    ssl: bool = Field(False, description="Connect with SSL (the JVM's default trust store applies).")
+    ssl: bool = Field(False, description=(
+        "Connect over TLS (`com.sun.management.jmxremote.ssl`, and `registry.ssl` with the jpype backend), trusting "
+        "the JVM's default CAs and every configured `ca_file`."))
+    ca_file: str | None = Field(None, description=(
+        "PEM file of the CA(s) that signed the JMX endpoint's certificate (a private CA); needs `ssl: true` and the "
+        "jpype backend. JMX TLS uses one trust store per exporter JVM, so the CA files of all targets are trusted for "
+        "every TLS JMX target."))
     backend: Literal["jpype", "jmxquery"] = Field(
         "jpype", description="`jpype`: persistent in-process client (default). `jmxquery`: one JVM per scrape, no Map/array values."
     )
@@ -136,6 +142,10 @@ class JmxSettings(_Strict):
             raise ValueError("give either host and port, or url, not both")
         if (self.username is None) != (self.password is None):
             raise ValueError("username and password go together")
+        if self.ca_file is not None and not self.ssl:
+            raise ValueError("ca_file needs ssl: true")
+        if self.ca_file is not None and self.backend == "jmxquery":
+            raise ValueError("ca_file needs the jpype backend (jmxquery cannot be given a trust store)")
         return self
 
     @property
