@@ -286,7 +286,13 @@ class PostgresSourceConfig(_Strict):
     user: str = Field("postgres", description="A role allowed to read pg_replication_slots (e.g. pg_monitor).")
     password: SecretStr | None = Field(None, description="Its password; use ${VAR}.")
     sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
-        "prefer", description="libpq sslmode.")
+        "prefer", description=(
+            "libpq sslmode; `verify-full` checks the server certificate against `sslrootcert` and `host`."))
+    sslrootcert: str | None = Field(None, description=(
+        "PEM file of the CA(s) the server certificate is checked against (libpq `sslrootcert`; default "
+        "~/.postgresql/root.crt)."))
+    sslcert: str | None = Field(None, description="Client certificate (PEM) for certificate authentication (libpq `sslcert`).")
+    sslkey: str | None = Field(None, description="Its private key, unencrypted, mode 0600 (libpq `sslkey`).")
     slots: NameFilter = Field(default_factory=NameFilter, description="Slots to report.")
     slot_servers: dict[str, str] = Field(default_factory=dict, description=(
         "Slot name -> Debezium server (topic.prefix): the `server` label that joins the slot to its connector."))
@@ -295,6 +301,12 @@ class PostgresSourceConfig(_Strict):
 
     _name = field_validator("name")(_check_name)
     _labels = field_validator("labels")(_check_labels)
+
+    @model_validator(mode="after")
+    def _client_certificate(self) -> PostgresSourceConfig:
+        if (self.sslcert is None) != (self.sslkey is None):
+            raise ValueError("sslcert and sslkey go together")
+        return self
 
 
 class Limits(_Strict):
