@@ -56,7 +56,7 @@ RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
      "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
      "group", "topic", "partition", "method", "slot", "slot_type", "wal_status", "connector", "worker_id",
-     "type", "class", "exception", "version", "commit", "kafka_cluster_id"}
+     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
