@@ -56,7 +56,7 @@ RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
      "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
      "group", "topic", "partition", "method", "slot", "slot_type", "wal_status", "connector", "worker_id",
-     "type", "class", "exception", "version", "commit", "kafka_cluster_id"}
+     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
@@ -111,7 +111,13 @@ class JmxSettings(_Strict):
     url: str | None = Field(None, description="Full JMX service URL, e.g. `service:jmx:rmi:///jndi/rmi://h:9010/jmxrmi`.")
     username: str | None = Field(None, description="JMX user (for a password-protected agent).")
     password: SecretStr | None = Field(None, description="JMX password; use `${ENV_VAR}`, never a literal.")
-    ssl: bool = Field(False, description="Connect with SSL (the JVM's default trust store applies).")
+    ssl: bool = Field(False, description=(
+        "Connect over TLS (`com.sun.management.jmxremote.ssl`, and `registry.ssl` with the jpype backend), trusting "
+        "the JVM's default CAs and every configured `ca_file`."))
+    ca_file: str | None = Field(None, description=(
+        "PEM file of the CA(s) that signed the JMX endpoint's certificate (a private CA); needs `ssl: true` and the "
+        "jpype backend. JMX TLS uses one trust store per exporter JVM, so the CA files of all targets are trusted for "
+        "every TLS JMX target."))
     backend: Literal["jpype", "jmxquery"] = Field(
         "jpype", description="`jpype`: persistent in-process client (default). `jmxquery`: one JVM per scrape, no Map/array values."
     )
@@ -136,6 +142,10 @@ class JmxSettings(_Strict):
             raise ValueError("give either host and port, or url, not both")
         if (self.username is None) != (self.password is None):
             raise ValueError("username and password go together")
+        if self.ca_file is not None and not self.ssl:
+            raise ValueError("ca_file needs ssl: true")
+        if self.ca_file is not None and self.backend == "jmxquery":
+            raise ValueError("ca_file needs the jpype backend (jmxquery cannot be given a trust store)")
         return self
 
     @property
@@ -276,7 +286,13 @@ class PostgresSourceConfig(_Strict):
     user: str = Field("postgres", description="A role allowed to read pg_replication_slots (e.g. pg_monitor).")
     password: SecretStr | None = Field(None, description="Its password; use ${VAR}.")
     sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
-        "prefer", description="libpq sslmode.")
+        "prefer", description=(
+            "libpq sslmode; `verify-full` checks the server certificate against `sslrootcert` and `host`."))
+    sslrootcert: str | None = Field(None, description=(
+        "PEM file of the CA(s) the server certificate is checked against (libpq `sslrootcert`; default "
+        "~/.postgresql/root.crt)."))
+    sslcert: str | None = Field(None, description="Client certificate (PEM) for certificate authentication (libpq `sslcert`).")
+    sslkey: str | None = Field(None, description="Its private key, unencrypted, mode 0600 (libpq `sslkey`).")
     slots: NameFilter = Field(default_factory=NameFilter, description="Slots to report.")
     slot_servers: dict[str, str] = Field(default_factory=dict, description=(
         "Slot name -> Debezium server (topic.prefix): the `server` label that joins the slot to its connector."))
@@ -285,6 +301,12 @@ class PostgresSourceConfig(_Strict):
 
     _name = field_validator("name")(_check_name)
     _labels = field_validator("labels")(_check_labels)
+
+    @model_validator(mode="after")
+    def _client_certificate(self) -> PostgresSourceConfig:
+        if (self.sslcert is None) != (self.sslkey is None):
+            raise ValueError("sslcert and sslkey go together")
+        return self
 
 
 class Limits(_Strict):

@@ -82,11 +82,12 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
     if jmx_settings:
-        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout  # jpype
+        from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout, trust_ca_files  # jpype
 
         set_response_timeout(max(timeout for _, timeout in jmx_settings))
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
+            trust_ca_files(settings.ca_file for settings, _ in jmx_settings if settings.ca_file is not None)
     if config.targets:
         scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
                       for t in config.targets]

@@ -3,7 +3,8 @@
 `python -m devstack.engine SPEC.json` — the spec gives the connector properties, the JMX
 port, where to append the change events (JSON lines) and an optional pause per batch (to make a
 snapshot long enough to watch). JMX is served by a connector server bound to 127.0.0.1 only,
-optionally with a password file. Each engine needs its own process: one JVM per process.
+optionally with a password file; or, with `jmx_agent`, by the JVM's own agent as `jvm_options`
+(`-Dcom.sun.management.jmxremote.*`) set it up, e.g. with TLS. Each engine needs its own process: one JVM per process.
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def main(spec_path: str) -> int:
     from pydbzengine.engine.jvm import ensure_jvm_started
 
     ensure_jvm_started(jvm_opts=["-Xms64m", f"-Xmx{spec.get('heap', '512m')}", "-Djava.rmi.server.hostname=127.0.0.1",
-                                 "-Dsun.rmi.dgc.server.gcInterval=3600000"])
-    url = start_loopback_jmx(int(spec["jmx_port"]), spec.get("jmx_password_file"), spec.get("jmx_access_file"))
+                                 "-Dsun.rmi.dgc.server.gcInterval=3600000", *spec.get("jvm_options", [])])
+    if spec.get("jmx_agent"):  # the JVM's own JMX agent serves JMX, set up by com.sun.management.jmxremote.* options
+        url = f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{spec['jmx_port']}/jmxrmi"
+    else:
+        url = start_loopback_jmx(int(spec["jmx_port"]), spec.get("jmx_password_file"), spec.get("jmx_access_file"))
     events_file = spec.get("events_file")
     pause = float(spec.get("batch_pause_seconds", 0))
 

@@ -44,8 +44,9 @@ def _openssl(*args: str) -> None:
         raise StackError(f"openssl {args[0]} failed: {done.stderr.strip()[-400:]}")
 
 
-def make_pki(directory: Path, names: tuple[str, ...] = ("server",), ca_name: str = "cdcwatch devstack CA") -> Pki:
-    """A new CA and one certificate per name, valid for 127.0.0.1 and localhost, for one day."""
+def make_pki(directory: Path, names: tuple[str, ...] = ("server",), ca_name: str = "cdcwatch devstack CA",
+             alt_names: str = "IP:127.0.0.1,DNS:localhost") -> Pki:
+    """A new CA and one certificate per name, valid for `alt_names` (127.0.0.1 and localhost), for one day."""
     pki = Pki(directory)
     directory.mkdir(parents=True, exist_ok=True)
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(directory / "ca.key"), "-out", str(pki.ca),
@@ -53,7 +54,7 @@ def make_pki(directory: Path, names: tuple[str, ...] = ("server",), ca_name: str
     for name in names:
         csr = directory / f"{name}.csr"
         _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(pki.key(name)), "-out", str(csr),
-                 "-subj", f"/CN={name}", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost")
+                 "-subj", f"/CN={name}", "-addext", f"subjectAltName={alt_names}")
         _openssl("x509", "-req", "-in", str(csr), "-CA", str(pki.ca), "-CAkey", str(directory / "ca.key"),
                  "-CAcreateserial", "-out", str(pki.cert(name)), "-days", "1", "-copy_extensions", "copy")
         pki.keystore(name).write_text(pki.key(name).read_text() + pki.cert(name).read_text())

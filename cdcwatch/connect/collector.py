@@ -11,16 +11,24 @@ REST cannot see it. Each task's producer (`connector-producer-<connector>-<task>
 task starts, and its `app-info` bean tells when: a new start time is a restart, counted here across
 collections (`TaskRestarts`), with the reason `jvm` when the task's previous start was before the
 worker JVM's own start time, else `task`.
+
+Malformed answers: a REST answer is read within the collection's deadline and up to MAX_BODY_BYTES; an answer
+that is no JSON, an error page, a redirect (never followed: it would carry the credentials elsewhere) or a
+document of the wrong shape fails the collection (up 0) with a one-line ConnectRestError. Inside a
+well-formed list of connectors, parts of the wrong type are left out and counted
+(`cdcwatch_connect_rest_malformed_total{part}`); the rest is reported.
 """
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import re
 import ssl
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,11 +39,14 @@ from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_JMX_PATTERN,
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
 
-__all__ = ["CONNECT_JMX_METRICS", "CONNECT_METRICS", "CONNECTOR_STATES", "PRODUCER_APP_INFO_PATTERN", "RESTART_REASONS",
-           "ConnectCollector", "TaskRestarts", "debezium_plugin", "exception_class", "pipeline_identity",
-           "server_name_conflicts", "task_producer"]
+__all__ = ["CONNECTORS_PATH", "CONNECT_JMX_METRICS", "CONNECT_METRICS", "CONNECTOR_STATES", "MALFORMED_PARTS",
+           "MAX_BODY_BYTES", "PRODUCER_APP_INFO_PATTERN", "RESTART_REASONS", "ConnectCollector", "ConnectRestError",
+           "TaskRestarts", "debezium_plugin", "exception_class", "pipeline_identity", "server_name_conflicts",
+           "task_producer"]
 
 CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RESTARTING")
+
+CONNECTORS_PATH = "/connectors?expand=status&expand=info"
 
 CONNECT_METRICS = metric_specs(
     # labels besides target and the worker's static labels
@@ -86,7 +97,30 @@ CONNECT_METRICS = metric_specs(
         "restart, a reconfiguration, a rebalance)."),
         ("connector", "server", "task", "reason"),
         source="JMX (task and JVM start times)"),
+    MetricSpec("cdcwatch_connect_rest_malformed_total", "counter", (
+        "Parts of the worker's REST answers left out as malformed since cdcwatch started: `part` connector (an "
+        "entry that is no object), status or info (no object), task (no object, or no id), state (no string, or "
+        "a state Kafka Connect does not define: its state set reads 0 everywhere)."),
+        ("part",)),
 )
+
+MALFORMED_PARTS = ("connector", "status", "info", "task", "state")
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest REST answer read; a longer one fails the collection (a sane worker's list of connectors with
+their configurations is a few megabytes even for a thousand connectors)."""
+
+
+class ConnectRestError(Exception):
+    """The REST API's answer could not be used; the message is one line, safe to log."""
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: urllib would send the Authorization header to wherever they point."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        return None
 
 RESTART_REASONS = ("jvm", "task")
 
@@ -188,6 +222,8 @@ class ConnectCollector:
         self.jmx: JmxClient | None = make_client(worker.jmx, worker.timeout_seconds) if worker.jmx else None
         self.restarts = TaskRestarts()
         self._context = ssl.create_default_context(cafile=worker.ca_file) if worker.url.startswith("https") else None
+        self._opener = urllib.request.build_opener(_NoRedirects(), urllib.request.HTTPSHandler(context=self._context))
+        self.malformed = dict.fromkeys(MALFORMED_PARTS, 0)
         self._headers = {"Accept": "application/json"}
         if worker.username and worker.password:
             token = base64.b64encode(f"{worker.username}:{worker.password.get_secret_value()}".encode()).decode()
@@ -198,22 +234,44 @@ class ConnectCollector:
         if left <= 0.05:
             raise TimeoutError("the Connect collection deadline passed")
         request = urllib.request.Request(self.worker.url + path, headers=self._headers)
-        with urllib.request.urlopen(request, timeout=left, context=self._context) as response:
-            return json.loads(response.read())
+        try:
+            with self._opener.open(request, timeout=left) as response:
+                body = _read_bounded(response, deadline)
+                content_type = response.headers.get_content_type()
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            moved = " (redirects are not followed)" if 300 <= exc.code < 400 else ""
+            raise ConnectRestError(f"GET {path}: HTTP {exc.code} {exc.reason}{moved}") from None
+        except http.client.HTTPException as exc:  # a truncated body, a broken status line or header
+            raise ConnectRestError(f"GET {path}: malformed HTTP answer: {type(exc).__name__}") from None
+        try:
+            return json.loads(body)
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            raise ConnectRestError(f"GET {path}: the answer is no JSON ({content_type}, {len(body)} bytes)") from None
 
     def inherit(self, previous: object) -> None:
         """Carry on the restart counts of the collector this one replaces (a configuration reload): counters
         never reset while cdcwatch runs."""
         if isinstance(previous, ConnectCollector):
             self.restarts = previous.restarts
+            self.malformed = previous.malformed
 
     def collect(self) -> Collection:
         deadline = time.monotonic() + self.worker.timeout_seconds * 0.9
         root = self._get("/", deadline)
-        connectors = self._get("/connectors?expand=status&expand=info", deadline)
+        if not isinstance(root, dict):
+            raise ConnectRestError(f"GET /: expected a JSON object, got {_json_type(root)}")
+        listing = self._get(CONNECTORS_PATH, deadline)
+        if not isinstance(listing, dict):
+            raise ConnectRestError(f"GET {CONNECTORS_PATH}: expected a JSON object of connectors, got {_json_type(listing)}")
+        connectors: dict[str, dict[str, Any]] = {}
+        for name, raw in listing.items():
+            entry = self._wellformed(raw)
+            if entry is not None:
+                connectors[name] = entry
         builder = FamilyBuilder()
-        self._add(builder, "cdcwatch_connect_worker_info", 1, version=str(root.get("version", "")),
-                  commit=str(root.get("commit", "")), kafka_cluster_id=str(root.get("kafka_cluster_id", "")))
+        self._add(builder, "cdcwatch_connect_worker_info", 1, version=_text(root.get("version")),
+                  commit=_text(root.get("commit")), kafka_cluster_id=_text(root.get("kafka_cluster_id")))
         self._add(builder, "cdcwatch_connect_connectors", len(connectors))
         identities = {name: pipeline_identity((entry.get("info") or {}).get("config") or {})
                       for name, entry in connectors.items()}
@@ -224,6 +282,8 @@ class ConnectCollector:
         conflicts = server_name_conflicts(identities.values())
         for server, others in conflicts.items():
             self._add(builder, "cdcwatch_connect_server_name_conflicts", others, server=server)
+        for part in MALFORMED_PARTS:
+            self._add(builder, "cdcwatch_connect_rest_malformed_total", self.malformed[part], part=part)
         if self.jmx is not None:
             self._jmx_families(builder, servers, connectors)
         clashing = sorted(server for server, others in conflicts.items() if others)
@@ -231,34 +291,68 @@ class ConnectCollector:
         return Collection(builder.families(), summary + (f", server name used twice: {', '.join(clashing)}"
                                                          if clashing else ""))
 
+    def _wellformed(self, entry: Any) -> dict[str, Any] | None:
+        """The connector entry with its parts of the wrong type left out (and counted); None if it is no object."""
+        if not isinstance(entry, dict):
+            self.malformed["connector"] += 1
+            return None
+        status, info = self._object(entry.get("status"), "status"), self._object(entry.get("info"), "info")
+        connector = self._object(status.get("connector"), "status")
+        state = connector.get("state")
+        if state is not None and (not isinstance(state, str) or state not in CONNECTOR_STATES):
+            self.malformed["state"] += 1
+        tasks = [task for task in self._list(status.get("tasks"), "status") if self._task(task, "id")]
+        for task in tasks:
+            if task.get("state") is not None and (not isinstance(task["state"], str) or task["state"] not in CONNECTOR_STATES):
+                self.malformed["state"] += 1
+        configured = [task for task in self._list(info.get("tasks"), "info") if self._task(task, "task")]
+        return {"status": {**status, "connector": connector, "tasks": tasks},
+                "info": {**info, "config": self._object(info.get("config"), "info"), "tasks": configured}}
+
+    def _object(self, value: Any, part: str) -> dict[str, Any]:
+        if value is not None and not isinstance(value, dict):
+            self.malformed[part] += 1
+        return value if isinstance(value, dict) else {}
+
+    def _list(self, value: Any, part: str) -> list[Any]:
+        if value is not None and not isinstance(value, list):
+            self.malformed[part] += 1
+        return value if isinstance(value, list) else []
+
+    def _task(self, task: Any, key: str) -> bool:
+        wellformed = isinstance(task, dict) and _is_id(task.get(key))
+        if not wellformed:
+            self.malformed["task"] += 1
+        return wellformed
+
     def _connector(self, builder: FamilyBuilder, name: str, identity: dict[str, str], entry: dict[str, Any]) -> int:
         status, info = entry.get("status") or {}, entry.get("info") or {}
         connector = status.get("connector") or {}
-        state = str(connector.get("state", "UNASSIGNED"))
+        state = _text(connector.get("state"), "UNASSIGNED")
         where = {"connector": name, "server": identity["server"]}
         self._add(builder, "cdcwatch_connect_connector_pipeline_info", 1, connector=name, **identity)
         self._add(builder, "cdcwatch_connect_connector_info", 1, **where,
-                  **{"class": str((info.get("config") or {}).get("connector.class", "")),
-                     "type": str(info.get("type") or status.get("type") or ""),
-                     "worker_id": str(connector.get("worker_id", ""))})
+                  **{"class": _text((info.get("config") or {}).get("connector.class")),
+                     "type": _text(info.get("type") or status.get("type")),
+                     "worker_id": _text(connector.get("worker_id"))})
         for candidate in CONNECTOR_STATES:
             self._add(builder, "cdcwatch_connect_connector_state", float(candidate == state), state=candidate, **where)
         if state == "FAILED":
             self._add(builder, "cdcwatch_connect_connector_failure_info", 1,
-                      exception=exception_class(connector.get("trace")), **where)
+                      exception=exception_class(_text(connector.get("trace"))), **where)
         tasks = status.get("tasks") or []
         self._add(builder, "cdcwatch_connect_connector_tasks_configured", len(info.get("tasks") or tasks), **where)
         self._add(builder, "cdcwatch_connect_connector_tasks_running", sum(t.get("state") == "RUNNING" for t in tasks), **where)
         failed = int(state == "FAILED")
         for task in tasks:
-            task_state, task_id = str(task.get("state", "UNASSIGNED")), str(task.get("id", ""))
+            task_state, task_id = _text(task.get("state"), "UNASSIGNED"), str(task["id"])
             for candidate in CONNECTOR_STATES:
                 self._add(builder, "cdcwatch_connect_task_state", float(candidate == task_state), task=task_id,
                           state=candidate, **where)
             if task_state == "FAILED":
                 failed += 1
                 self._add(builder, "cdcwatch_connect_task_failure_info", 1, task=task_id,
-                          exception=exception_class(task.get("trace")), **where)
+                          exception=exception_class(_text(task.get("trace"))), **where)
         return failed
 
     def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:
@@ -315,6 +409,43 @@ class ConnectCollector:
     def close(self) -> None:
         if self.jmx is not None:
             self.jmx.close()
+
+
+def _read_bounded(response: Any, deadline: float) -> bytes:
+    """The body, read in pieces until the deadline (each wait for data ends at the socket timeout, the time left
+    when the request started) and up to MAX_BODY_BYTES."""
+    declared = response.headers.get("Content-Length")
+    if declared and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ConnectRestError(f"the answer is too large ({declared} bytes, at most {MAX_BODY_BYTES} are read)")
+    pieces: list[bytes] = []
+    size = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the answer took longer than the deadline ({size} bytes read)")
+        piece = response.read1(65536)
+        if not piece:
+            if response.length:  # the connection ended before the Content-Length announced
+                raise http.client.IncompleteRead(b"".join(pieces), response.length)
+            return b"".join(pieces)
+        size += len(piece)
+        if size > MAX_BODY_BYTES:
+            raise ConnectRestError(f"the answer is too large (more than {MAX_BODY_BYTES} bytes)")
+        pieces.append(piece)
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def _text(value: Any, default: str = "") -> str:
+    """A label value from a REST field: a string as it is, anything else the default."""
+    return value if isinstance(value, str) else default
+
+
+def _is_id(value: Any) -> bool:
+    """A task id: a number (Connect's) or a string, never a boolean or a structure."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
 def _server(config: Mapping[str, Any]) -> str:

@@ -20,7 +20,7 @@ import jpype
 
 from cdcwatch.config import JmxSettings
 from cdcwatch.jmx.client import JmxError, JmxQuery, JmxValue, MBean
-from cdcwatch.jmx.jvm import ensure_jvm
+from cdcwatch.jmx.jvm import ca_file_problem, ensure_jvm, trust_ca_files, trusted_ca_files
 
 __all__ = ["JpypeClient", "to_python"]
 
@@ -74,15 +74,22 @@ def _scalar(value: Any) -> Any:
 
 
 def _describe(exc: BaseException) -> str:
-    """One safe line: the root Java exception's class and the first line of its message."""
+    """One safe line: the root Java exception's class and the first line of its message; a TLS failure says so."""
     if not isinstance(exc, jpype.JException):
         return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-    root = exc
+    SSLException = jpype.JClass("javax.net.ssl.SSLException")
+    root, tls = exc, isinstance(exc, SSLException)
     while root.getCause() is not None and root.getCause() is not root:
         root = root.getCause()
+        tls = tls or isinstance(root, SSLException)
     message = root.getMessage()
     text = f"{root.getClass().getSimpleName()}: {message}" if message else str(root.getClass().getSimpleName())
-    return (text.splitlines() or ["unknown error"])[0].split("; nested exception is")[0][:300]
+    text = (text.splitlines() or ["unknown error"])[0].split("; nested exception is")[0][:300]
+    if tls:
+        untrusted = "certification path" in text or "CertPath" in text
+        return ("TLS handshake failed" + (" (the JMX endpoint's certificate is not signed by a trusted CA: see jmx.ca_file)"
+                                          if untrusted else "") + f": {text}")
+    return text
 
 
 @jpype.JImplements("javax.management.NotificationListener", deferred=True)
@@ -125,6 +132,7 @@ class JpypeClient:
             credentials = jpype.JArray(jpype.JString)([self._settings.username, self._settings.password.get_secret_value()])
             env.put("jmx.remote.credentials", credentials)
         if self._settings.ssl:
+            self._trust()
             env.put("com.sun.jndi.rmi.factory.socket", jpype.JClass("javax.rmi.ssl.SslRMIClientSocketFactory")())
         self._connector = JMXConnectorFactory.connect(JMXServiceURL(self._settings.service_url), env)
         connection = self._connector.getMBeanServerConnection()
@@ -134,6 +142,17 @@ class JpypeClient:
         self.names_changed()
         self._connection = connection
         return connection
+
+    def _trust(self) -> None:
+        """Make sure the JVM trusts this target's CA file (normally done for all targets when the config loads)."""
+        ca_file = self._settings.ca_file
+        if ca_file is None:
+            return
+        if ca_file_problem(ca_file) is not None:
+            trust_ca_files(trusted_ca_files() | {ca_file})
+        problem = ca_file_problem(ca_file)
+        if problem is not None:
+            raise JmxError(f"TLS: jmx.ca_file {ca_file} cannot be used: {problem}")
 
     def query(self, pattern: str, attributes: Sequence[str]) -> list[MBean]:
         return self.query_many([(pattern, attributes)])[0]
@@ -155,6 +174,9 @@ class JpypeClient:
                     else:
                         answers[index].append(bean)
                 return [sorted(found, key=lambda b: b.name) for found in answers]
+            except JmxError:
+                self._drop()
+                raise
             except Exception as exc:  # any failure: drop the connection, report one line
                 self._drop()
                 raise JmxError(_describe(exc)) from None

@@ -113,6 +113,8 @@ class ReplicationSlotCollector:
         password = self.source.password.get_secret_value() if self.source.password else None
         return psycopg.connect(host=self.source.host, port=self.source.port, dbname=self.source.dbname,
                                user=self.source.user, password=password, sslmode=self.source.sslmode,
+                               sslrootcert=self.source.sslrootcert, sslcert=self.source.sslcert,
+                               sslkey=self.source.sslkey,  # None: libpq's default
                                connect_timeout=max(int(deadline - time.monotonic()), 1),
                                options=f"-c statement_timeout={int(self.source.timeout_seconds * 1000)}",
                                application_name="cdcwatch", autocommit=True)

@@ -57,3 +57,12 @@ def test_only_the_exporter_config_resolves_environment_variables(tmp_path, monke
     assert load_mixin_config(tmp_path / "mixin.yml").datasource_uid == "${DS}"
     (tmp_path / "cdcwatch.yml").write_text("postgres: [{name: main, host: '${DS}'}]\n", encoding="utf-8")
     assert load_config(tmp_path / "cdcwatch.yml").postgres[0].host == "resolved"
+
+
+def test_postgres_client_certificate_and_key_go_together():
+    with pytest.raises(ConfigError) as raised:
+        parse_config("postgres: [{name: main, sslmode: verify-full, sslrootcert: /ca.pem, sslcert: /c.pem}]\n", env={})
+    assert raised.value.problems == ["postgres[0]: sslcert and sslkey go together"]
+    source = parse_config("postgres: [{name: main, sslmode: verify-full, sslrootcert: /ca.pem, sslcert: /c.pem,"
+                          " sslkey: /c.key}]\n", env={}).postgres[0]
+    assert (source.sslrootcert, source.sslcert, source.sslkey) == ("/ca.pem", "/c.pem", "/c.key")
