@@ -193,7 +193,7 @@ class BinlogCollector:
                     self.dump_denied = False
                     return float(when)
             return None
-        except pymysql.err.OperationalError as exc:
+        except pymysql.err.MySQLError as exc:  # REPLICATION SLAVE missing, a file gone meanwhile
             if not self.dump_denied:
                 log.warning("%s: cannot read when binlog %s started (%s): binlogs get no rotation or expiry time; "
                             "grant REPLICATION SLAVE", self.target, name, exc.args[-1] if exc.args else exc)
