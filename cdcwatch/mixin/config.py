@@ -67,6 +67,10 @@ class Thresholds(_Strict):
     slot_wal_runway_critical_seconds: PositiveFloat = 3600
     """Time left, at the current WAL rate, before a slot's safe_wal_size runs out (of a slot holding more WAL than it
     has left)."""
+    binlog_runway_warning_seconds: PositiveFloat = 6 * 3600
+    binlog_runway_critical_seconds: PositiveFloat = 3600
+    """Time left before the oldest binlog a MySQL connector still needs expires (binlog_expire_logs_seconds after
+    its rotation)."""
     scrape_duration_seconds: PositiveFloat = 5
     connect_task_restarts: PositiveFloat = 2
     """Restarts of one task within 30 minutes that are still normal (a deploy, a rebalance); more is flapping."""

@@ -53,6 +53,8 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("job", "instance", "target", "slot")),
     Inhibition("a replication slot already loses WAL: its runway", ("CdcPostgresSlotWalAtRisk",),
                ("CdcPostgresSlotRunwayCritical",), ("job", "instance", "target", "slot")),
+    Inhibition("the binlog a MySQL connector needs is about to expire: the warning about the same connector's binlog",
+               ("CdcMysqlBinlogRunwayCritical",), ("CdcMysqlBinlogRunwayShort",), ("job", "instance", "target", "server")),
     Inhibition("retention is about to overtake a consumer group: the warnings about the same group and topic",
                ("CdcKafkaRetentionRunwayCritical",), ("CdcKafkaRetentionRunwayShort", "CdcKafkaConsumerLagHigh"),
                ("job", "instance", "target", "group", "topic")),

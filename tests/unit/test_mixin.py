@@ -96,12 +96,13 @@ def test_the_monitor_itself_is_never_critical() -> None:
     assert own and all(a.severity != "critical" for a in own)
 
 
-def _read(expr: str) -> set[str]:
-    """The metrics an expression reads, recording rules replaced by what they read."""
+def _read(expr: str, within: frozenset[str] = frozenset()) -> set[str]:
+    """The metrics an expression reads, recording rules replaced by what they read (a rule that reads its own
+    previous value, to remember it, adds nothing)."""
     recorded = {r.record: r.expr for r in RECORDING_RULES}
     names: set[str] = set()
-    for name in metrics_in(expr):
-        names |= _read(recorded[name]) if name in recorded else {name}
+    for name in metrics_in(expr) - within:
+        names |= _read(recorded[name], within | {name}) if name in recorded else {name}
     return names
 
 

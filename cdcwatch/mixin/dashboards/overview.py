@@ -67,6 +67,23 @@ OVERVIEW = DashboardSpec(
             PanelSpec("WAL directory", "Size of the WAL directory of each source (pg_ls_waldir(); needs pg_monitor).",
                       "bytes", (Query("max by (target) (cdcwatch_postgres_wal_directory_bytes{%(cdcwatch)s})", "{{target}}"),)),
         )),
+        ("Source: MySQL binlog", (
+            PanelSpec("Binlog runway", "Time until the oldest binlog each connector still needs expires "
+                      "(binlog_expire_logs_seconds after its rotation; 0: expired or removed); no value while the "
+                      "connector reads the binlog being written.", "s",
+                      (Query('min by (target, server) (server:cdcwatch_mysql_binlog_runway_seconds:min'
+                             '{%(scope)s, server=~"$server"})', "{{server}}",
+                             when="the connector is behind the binlog being written"),),
+                      threshold=Threshold("binlog_runway_warning_seconds", below=True),
+                      alerts=("CdcMysqlBinlogRunwayCritical",)),
+            PanelSpec("Binlog kept for the connector", "Binlog bytes the source keeps from the connector's binlog on.",
+                      "bytes", (Query('max by (target, server) (server:cdcwatch_mysql_binlog_retained_bytes:sum'
+                                      '{%(scope)s, server=~"$server"})', "{{server}}",
+                                      when="the source's server is set and its connector has read a binlog"),)),
+            PanelSpec("Binlogs", "Size of all the binary logs each source keeps.", "bytes",
+                      (Query("max by (target) (cdcwatch_mysql_binlog_size_bytes{%(cdcwatch)s})", "{{target}}",
+                             when="a mysql source is configured"),)),
+        )),
         ("Debezium", (
             PanelSpec("Connected", "Whether the streaming reader is connected to its database (not during a snapshot).",
                       "none", (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming", '

@@ -1,0 +1,94 @@
+"""MySQL / MariaDB binary logs: how long until the oldest binlog a Debezium connector still needs expires
+(`binlog_expire_logs_seconds` after its rotation), and the binlog bytes the server keeps for it.
+
+The connector's binlog comes from its JMX (`cdcwatch_debezium_binlog_file_number`), joined to the source by the
+`server` label (the source's `server` setting). A stopped connector has no JMX: the rule remembers the last binlog
+each JVM read for each server (its own previous value, as long as Prometheus evaluates it without a gap of 10
+minutes), since a stopped connector is the one whose binlog ages."""
+
+from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ_MYSQL, JVM
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
+
+__all__ = ["GROUP"]
+
+_CONNECTOR = "server:cdcwatch_debezium_binlog_file_number:last"
+_RUNWAY = "server:cdcwatch_mysql_binlog_runway_seconds:min"
+_RETAINED = "server:cdcwatch_mysql_binlog_retained_bytes:sum"
+_NUMBER = "cdcwatch_mysql_binlog_file_number"
+_EXPIRY = "cdcwatch_mysql_binlog_file_expiry_timestamp_seconds"
+_SIZE = "cdcwatch_mysql_binlog_file_size_bytes"
+_DBZ_FILE = "cdcwatch_debezium_binlog_file_number"
+_NEEDED = (f"and on (job, instance, target, server, file)\n"
+           f"    ({_NUMBER}{{%(cdcwatch)s}} >= on (server) group_left () max by (server) ({_CONNECTOR}))")
+"""Keeps the binlogs from the connector's on: the ones it still needs. The newest binlog a JVM read for the server:
+a connector task moved to another Connect worker leaves the old worker's (older) remembered binlog behind."""
+
+
+def _files(connector: str, expiries: tuple[str, str] = ("1000x40", "12000x40"), sizes: bool = False) -> dict[str, str]:
+    """A source keeping binlogs 11, 12 (both rotated, with these expiry times) and 13 (being written), of 1, 2 and
+    3 MB with `sizes`, and a connector reading `connector`."""
+    series = {f"{_DBZ_FILE}{{{DBZ_MYSQL}}}": connector}
+    for number, size, expiry in ((11, 1000000, expiries[0]), (12, 2000000, expiries[1]), (13, 3000000, None)):
+        where = f'{BINLOG_SOURCE},file="bin.0000{number}"'
+        series[f"{_NUMBER}{{{where}}}"] = f"{number}x40"
+        if sizes:
+            series[f"{_SIZE}{{{where}}}"] = f"{size}x40"
+        if expiry is not None:
+            series[f"{_EXPIRY}{{{where}}}"] = expiry
+    return series
+
+
+_SOURCE = labels_of(BINLOG_SOURCE)
+
+RECORDINGS = (
+    # the binlog each server's connector reads, remembered while it is stopped (its JMX gone)
+    Recording(_CONNECTOR, f"min by (job, instance, target, server) ({_DBZ_FILE}{{%(cdcwatch)s}})\n"
+              f"or\nlast_over_time({_CONNECTOR}[10m])",
+              Case("the connector stopped at binlog 12 ten minutes ago: still 12", {f"{_DBZ_FILE}{{{DBZ_MYSQL}}}": "12x10"},
+                   at="30m", labels=labels_of(JVM, 'server="orders"'), value=12)),
+    # seconds until the oldest needed binlog expires, floored at 0; 0 as well once the server no longer has it
+    Recording(_RUNWAY, f"(\n  min without (file) ({_NUMBER}{{%(cdcwatch)s}})\n"
+              f"  > on (server) group_left () max by (server) ({_CONNECTOR})\n) * 0\n"
+              f"or\nclamp_min(\n  min without (file) (\n    {_EXPIRY}{{%(cdcwatch)s}}\n    {_NEEDED}\n  ) - time(),\n  0\n)",
+              Case("binlog 12 expires at 12000 s, read at 1200 s", _files("12x40"), labels=_SOURCE, value=10800)),
+    # the binlog bytes the server keeps from the connector's binlog on
+    Recording(_RETAINED, f"sum without (file) (\n  {_SIZE}{{%(cdcwatch)s}}\n  {_NEEDED}\n)",
+              Case("binlogs 12 and 13", _files("12x40", sizes=True), labels=_SOURCE, value=5000000)),
+)
+
+_CAUGHT_UP = Case("the connector reads the binlog being written: nothing it needs can expire", _files("13x40"))
+
+ALERTS = (
+    Alert(
+        "CdcMysqlBinlogRunwayShort",
+        f"{_RUNWAY} < %(binlog_runway_warning_seconds)s",
+        "warning", "warning",
+        "The binlog connector {{ $labels.server }} needs expires soon",
+        "The oldest binlog the connector of {{ $labels.server }} still needs on {{ $labels.target }} expires in "
+        "{{ $value | humanizeDuration }} (threshold %(binlog_runway_warning_seconds)ss); then the server removes it at "
+        "its next binlog rotation and the connector cannot resume without a new snapshot.",
+        fires=Case("binlog 12 expires at 12000 s", _files("12x40"), labels=_SOURCE, value=10800),
+        quiet=Case("binlog 12 expires in a day", _files("12x40", ("1000x40", "87600x40"))),
+        boundary_value=12000 - 600,
+        more=(_CAUGHT_UP,),
+    ),
+    Alert(
+        "CdcMysqlBinlogRunwayCritical",
+        f"{_RUNWAY} < %(binlog_runway_critical_seconds)s",
+        "critical", "critical",
+        "The binlog connector {{ $labels.server }} needs is about to expire",
+        "The oldest binlog the connector of {{ $labels.server }} still needs on {{ $labels.target }} expires in "
+        "{{ $value | humanizeDuration }} (threshold %(binlog_runway_critical_seconds)ss; 0: expired or already "
+        "removed); once removed the connector must snapshot again.",
+        fires=Case("binlog 12 expires at 3000 s", _files("12x40", ("1000x40", "3000x40")), labels=_SOURCE, value=1800),
+        quiet=Case("binlog 12 expires at 12000 s", _files("12x40")),
+        boundary_value=3000 - 120,
+        more=(_CAUGHT_UP,
+              Case("the connector stopped at 5 minutes: its binlog ages on", _files("12x5", ("1000x40", "3000x40")),
+                   labels=_SOURCE, value=1800),
+              Case("the server already removed binlog 10, which the connector needs", _files("10x40"), labels=_SOURCE,
+                   value=0)),
+    ),
+)
+
+GROUP = Group("cdcwatch-mysql", RECORDINGS, ALERTS)

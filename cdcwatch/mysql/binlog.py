@@ -1,0 +1,213 @@
+"""The `mysql` collector: per source, whether it writes a binary log, how long it keeps binlogs
+(`binlog_expire_logs_seconds`, on older servers `expire_logs_days`), the position it writes at, and per binlog
+its sequence number, its size, when it was rotated (closed) and so when it expires.
+
+Statements per scrape on a fresh connection under the source's deadline: `SHOW GLOBAL VARIABLES` and
+`SHOW BINARY LOGS` (the last binlog's size is the current write position). When a binlog was rotated is the
+start time of the binlog after it: the timestamp of that file's format description event, its first event,
+written when the server opened it. SQL shows no event times, so it is read the way a replica reads it: a
+non-blocking binlog dump (COM_BINLOG_DUMP) from position 4 of that file, closed after its first real event;
+once per file, then remembered. The server expires a binlog by its file's modification time, the moment it
+was closed, so the rotation time plus the expiry period is when the binlog becomes removable (at the server's
+next rotation or restart). The event timestamp is in whole seconds, rounded down: the expiry is at most a
+second early, never late.
+
+A source that is down or slow gives `cdcwatch_up{collector="mysql"} 0`; a server without a binary log gives
+`cdcwatch_mysql_binlog_enabled 0` and no binlog series; without the REPLICATION SLAVE privilege the binlogs
+are listed without rotation and expiry times (said once in the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import struct
+import time
+from typing import Any
+
+from cdcwatch.config import MysqlSourceConfig
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+
+__all__ = ["BINLOG_METRICS", "VARIABLES_QUERY", "BinlogCollector", "expire_seconds", "file_number"]
+
+log = logging.getLogger("cdcwatch.mysql")
+
+VARIABLES_QUERY = ("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
+                   "('log_bin', 'binlog_expire_logs_seconds', 'expire_logs_days')")
+"""Read-only; binlog_expire_logs_seconds exists from MySQL 8.0 and MariaDB 10.6, expire_logs_days until MySQL 8.4."""
+
+_COM_BINLOG_DUMP = 0x12
+_BINLOG_DUMP_NON_BLOCK = 1
+_FORMAT_DESCRIPTION_EVENT = 15
+_CHECKSUM = ("SET @master_binlog_checksum = @@global.binlog_checksum, @source_binlog_checksum = @@global.binlog_checksum,"
+             " @mariadb_slave_capability = 4")
+"""A dump client must say it understands the server's event checksums (MySQL and MariaDB refuse the dump otherwise)."""
+
+_FILE = ("server", "file")
+BINLOG_METRICS = metric_specs(
+    MetricSpec("cdcwatch_mysql_binlog_enabled", "gauge", (
+        "1 if the server writes a binary log (log_bin), else 0: a CDC connector then has nothing to read, and the "
+        "other binlog series are absent."), ("server",)),
+    MetricSpec("cdcwatch_mysql_binlog_expire_seconds", "gauge", (
+        "How long the server keeps a binlog after it was rotated: binlog_expire_logs_seconds, or expire_logs_days "
+        "times 86400 on servers without it; 0: binlogs never expire."), ("server",)),
+    MetricSpec("cdcwatch_mysql_binlog_files", "gauge", "Binary logs the server keeps (SHOW BINARY LOGS).", ("server",)),
+    MetricSpec("cdcwatch_mysql_binlog_size_bytes", "gauge", "Size of all the binary logs the server keeps.", ("server",)),
+    MetricSpec("cdcwatch_mysql_binlog_write_file_number", "gauge", (
+        "Sequence number of the binlog the server writes (the last of SHOW BINARY LOGS)."), ("server",)),
+    MetricSpec("cdcwatch_mysql_binlog_write_position_bytes", "gauge", (
+        "Position the server writes at in that binlog (its size)."), ("server",)),
+    MetricSpec("cdcwatch_mysql_binlog_file_number", "gauge", (
+        "Sequence number of each binlog the server keeps (the file name's numeric extension): what "
+        "cdcwatch_debezium_binlog_file_number is compared with."), _FILE),
+    MetricSpec("cdcwatch_mysql_binlog_file_size_bytes", "gauge", "Size of each binlog the server keeps.", _FILE),
+    MetricSpec("cdcwatch_mysql_binlog_file_rotated_timestamp_seconds", "gauge", (
+        "When each binlog was rotated (closed): the start time of the next binlog, in whole seconds (absent for "
+        "the binlog being written, and without the REPLICATION SLAVE privilege)."), _FILE),
+    MetricSpec("cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", "gauge", (
+        "When each rotated binlog expires: its rotation time plus the expiry period; from then on the server "
+        "removes it at its next rotation or restart (absent while binlogs never expire)."), _FILE),
+)
+
+_NUMBER = re.compile(r"\.([0-9]+)$")
+
+
+def file_number(name: str) -> int | None:
+    """A binlog's sequence number: the numeric extension of its file name (`mariadb-bin.000012` → 12)."""
+    match = _NUMBER.search(name)
+    return int(match.group(1)) if match else None
+
+
+def expire_seconds(variables: dict[str, str]) -> float:
+    """The expiry period from SHOW GLOBAL VARIABLES: binlog_expire_logs_seconds where set, else expire_logs_days
+    (a fraction of a day on MariaDB), else 0 (never)."""
+    seconds = float(variables.get("binlog_expire_logs_seconds") or 0)
+    if seconds > 0:
+        return seconds
+    return float(variables.get("expire_logs_days") or 0) * 86400
+
+
+class BinlogCollector:
+    """Collects one source's binary logs; raises on failure (the exporter turns that into up=0)."""
+
+    kind = "mysql"
+
+    def __init__(self, source: MysqlSourceConfig) -> None:
+        self.source = source
+        self.target = source.name
+        self.started: dict[str, float] = {}
+        """Start time of each binlog read so far (by file name); a file's start is the rotation of the one before."""
+        self.dump_denied = False
+        """Binlog dumps were refused (said once in the log; tried again for each new file)."""
+        self.disabled_said = False
+
+    def _connect(self, deadline: float) -> Any:
+        try:
+            import pymysql
+        except ImportError:
+            raise RuntimeError("the mysql collector needs PyMySQL: pip install 'cdcwatch[mysql]'") from None
+        timeout = max(deadline - time.monotonic(), 0.5)
+        password = self.source.password.get_secret_value() if self.source.password else ""
+        ssl = {"ca": self.source.ssl_ca} if self.source.ssl_ca else None
+        return pymysql.connect(host=self.source.host, port=self.source.port, user=self.source.user, password=password,
+                               ssl=ssl, connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout,
+                               autocommit=True, charset="utf8mb4")
+
+    def collect(self) -> Collection:
+        deadline = time.monotonic() + self.source.timeout_seconds
+        connection = self._connect(deadline)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(VARIABLES_QUERY)
+                variables = {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+                enabled = variables.get("log_bin", "OFF").upper() in ("ON", "1")
+                binlogs: list[tuple[str, int]] = []
+                if enabled:
+                    cursor.execute("SHOW BINARY LOGS")
+                    binlogs = [(str(row[0]), int(row[1])) for row in cursor.fetchall()]
+        finally:
+            connection.close()
+        builder = FamilyBuilder()
+        self._add(builder, "cdcwatch_mysql_binlog_enabled", float(enabled))
+        if not enabled:
+            if not self.disabled_said:
+                log.warning("%s: the server writes no binary log (log_bin is OFF): no CDC connector can read it", self.target)
+                self.disabled_said = True
+            return Collection(builder.families(), "binary log disabled (log_bin OFF)")
+        self.disabled_said = False
+        expire = expire_seconds(variables)
+        self._add(builder, "cdcwatch_mysql_binlog_expire_seconds", expire)
+        self._add(builder, "cdcwatch_mysql_binlog_files", len(binlogs))
+        self._add(builder, "cdcwatch_mysql_binlog_size_bytes", sum(size for _, size in binlogs))
+        if binlogs:
+            current, position = binlogs[-1]
+            number = file_number(current)
+            if number is not None:
+                self._add(builder, "cdcwatch_mysql_binlog_write_file_number", number)
+            self._add(builder, "cdcwatch_mysql_binlog_write_position_bytes", position)
+        self._read_starts([name for name, _ in binlogs[1:]], deadline)
+        for (name, size), following in zip(binlogs, [*binlogs[1:], None], strict=True):
+            number = file_number(name)
+            if number is not None:
+                self._add(builder, "cdcwatch_mysql_binlog_file_number", number, file=name)
+            self._add(builder, "cdcwatch_mysql_binlog_file_size_bytes", size, file=name)
+            rotated = self.started.get(following[0]) if following else None
+            if rotated is not None:
+                self._add(builder, "cdcwatch_mysql_binlog_file_rotated_timestamp_seconds", rotated, file=name)
+                if expire > 0:
+                    self._add(builder, "cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", rotated + expire, file=name)
+        total = sum(size for _, size in binlogs)
+        return Collection(builder.families(), f"{len(binlogs)} binlogs, {total} bytes, expire {expire:g}s")
+
+    def _read_starts(self, names: list[str], deadline: float) -> None:
+        """The start time of each binlog not read yet, while the deadline allows (the rest at the next scrape)."""
+        listed = set(names)
+        self.started = {name: started for name, started in self.started.items() if name in listed}
+        for name in names:
+            if name in self.started:
+                continue
+            if time.monotonic() >= deadline:
+                return
+            started = self._start_time(name, deadline)
+            if started is None:
+                return
+            self.started[name] = started
+
+    def _start_time(self, name: str, deadline: float) -> float | None:
+        """The timestamp of the binlog's format description event, read with a non-blocking binlog dump."""
+        import pymysql
+
+        connection = self._connect(deadline)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(_CHECKSUM)
+            # position 4 (after the magic number), non-blocking, server id 0: a client, not a replica
+            payload = struct.pack("<IHI", 4, _BINLOG_DUMP_NON_BLOCK, 0) + name.encode()
+            connection._execute_command(_COM_BINLOG_DUMP, payload)
+            for _ in range(4):  # a rotate event the server makes up, then the file's own first event
+                packet = connection._read_packet().get_all_data()
+                if packet[:1] != b"\x00" or len(packet) < 20:
+                    return None  # end of the stream
+                when, kind = struct.unpack_from("<IB", packet, 1)
+                if kind == _FORMAT_DESCRIPTION_EVENT:
+                    self.dump_denied = False
+                    return float(when)
+            return None
+        except pymysql.err.MySQLError as exc:  # REPLICATION SLAVE missing, a file gone meanwhile
+            if not self.dump_denied:
+                log.warning("%s: cannot read when binlog %s started (%s): binlogs get no rotation or expiry time; "
+                            "grant REPLICATION SLAVE", self.target, name, exc.args[-1] if exc.args else exc)
+                self.dump_denied = True
+            return None
+        finally:
+            try:
+                connection.close()
+            except Exception:  # the server may be mid-stream; the socket goes anyway
+                pass
+
+    def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
+        builder.add_spec(BINLOG_METRICS[metric], value, {"target": self.target, **self.source.labels},
+                         server=self.source.server, **labels)
+
+    def close(self) -> None:
+        """Nothing is held open between scrapes."""
