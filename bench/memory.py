@@ -41,7 +41,8 @@ The memory says nothing unless the pipeline kept up, so these are checked too (P
   alert threshold, 15 s) after the warm-up, read every second;
 - at the end, traffic held still, the target equals the source row for row within 120 s;
 - every scrape of cdcwatch (one a second) answered within the demo's 3 s deadline with every
-  collector up (`cdcwatch_up 1`), and every read of the listener's /metrics succeeded.
+  collector up (`cdcwatch_up 1`) after the warm-up, and every read of the listener's /metrics (one a
+  second) succeeded.
 
 Exits 1 on any FAIL. The table and a plot (docs/bench/memory.png) are written at the end.
 
@@ -194,47 +195,67 @@ def gauge(text: str, name: str, **labels: str) -> float | None:
     return max(values) if values else None
 
 
-class Monitor(threading.Thread):
-    """Once a second: a scrape of cdcwatch (deadline DEADLINE, every collector up) and of the listener
-    (its apply lag)."""
+class Monitor:
+    """Every second, each in its own thread: a scrape of cdcwatch (deadline DEADLINE, every collector up) and a
+    read of the listener's /metrics (its apply lag). A collector down during the warm-up (the first
+    collections after the stack started, on a machine still busy starting it) is noted, not failed."""
 
     def __init__(self, stack: DemoStack) -> None:
-        super().__init__(name="memory-monitor", daemon=True)
         self.stack = stack
         self.stop = threading.Event()
-        self.counting_lag = threading.Event()
+        self.after_warmup = threading.Event()
         self.failures: list[str] = []
+        self.warmup_down: list[str] = []
         self.scrapes = self.slowest_ms = 0
         self.listener_reads = 0
         self.max_lag = 0.0
         self.minute_lag = 0.0
+        self.threads = [threading.Thread(target=self._every_second, args=(job,), daemon=True)
+                        for job in (self._scrape, self._read_listener)]
 
-    def run(self) -> None:
-        while not self.stop.wait(1.0):
-            started = time.monotonic()
-            self.scrapes += 1
-            try:
-                text = urllib.request.urlopen(self.stack.info["metrics"], timeout=DEADLINE).read().decode()
-                took = time.monotonic() - started
-                self.slowest_ms = max(self.slowest_ms, round(took * 1000))
-                down = [line for line in text.splitlines()
-                        if line.startswith("cdcwatch_up{") and float(line.rsplit(" ", 1)[1]) == 0]
-                if took > DEADLINE:
-                    self.failures.append(f"{time.strftime('%H:%M:%S')} scrape of cdcwatch took {took:.1f}s")
-                if down:
-                    self.failures.append(f"{time.strftime('%H:%M:%S')} collector down: {down[0]}")
-            except Exception as exc:
-                self.failures.append(f"{time.strftime('%H:%M:%S')} scrape of cdcwatch failed: {exc}")
-            self.listener_reads += 1
-            try:
-                lag = gauge(self.stack.apply.metrics(), "cdcwatch_spark_apply_lag_seconds", percentile="max")
-            except Exception as exc:
-                self.failures.append(f"{time.strftime('%H:%M:%S')} read of the listener's /metrics failed: {exc}")
-                continue
-            if lag is not None:
-                self.minute_lag = max(self.minute_lag, lag)
-                if self.counting_lag.is_set():
-                    self.max_lag = max(self.max_lag, lag)
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self, timeout: float) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout)
+
+    def _every_second(self, job: Any) -> None:
+        due = time.monotonic()
+        while not self.stop.wait(max(0.0, due - time.monotonic())):
+            due += 1.0
+            job()
+
+    def _scrape(self) -> None:
+        started = time.monotonic()
+        self.scrapes += 1
+        try:
+            text = urllib.request.urlopen(self.stack.info["metrics"], timeout=DEADLINE).read().decode()
+        except Exception as exc:
+            self.failures.append(f"{time.strftime('%H:%M:%S')} scrape of cdcwatch failed: {exc}")
+            return
+        took = time.monotonic() - started
+        self.slowest_ms = max(self.slowest_ms, round(took * 1000))
+        if took > DEADLINE:
+            self.failures.append(f"{time.strftime('%H:%M:%S')} scrape of cdcwatch took {took:.1f}s")
+        for line in text.splitlines():
+            if line.startswith("cdcwatch_up{") and float(line.rsplit(" ", 1)[1]) == 0:
+                down = f"{time.strftime('%H:%M:%S')} collector down: {line}"
+                (self.failures if self.after_warmup.is_set() else self.warmup_down).append(down)
+
+    def _read_listener(self) -> None:
+        self.listener_reads += 1
+        try:
+            lag = gauge(self.stack.apply.metrics(), "cdcwatch_spark_apply_lag_seconds", percentile="max")
+        except Exception as exc:
+            self.failures.append(f"{time.strftime('%H:%M:%S')} read of the listener's /metrics failed: {exc}")
+            return
+        if lag is not None:
+            self.minute_lag = max(self.minute_lag, lag)
+            if self.after_warmup.is_set():
+                self.max_lag = max(self.max_lag, lag)
 
 
 @dataclass
@@ -336,7 +357,7 @@ def verdict(args: argparse.Namespace, samples: list[Sample], monitor: Monitor, e
                           f"{converged:.0f}s after the traffic stopped"))
     checks.append((not monitor.failures,
                    f"{monitor.scrapes} scrapes of cdcwatch (slowest {monitor.slowest_ms} ms, deadline {DEADLINE:g}s, every "
-                   f"collector up) and {monitor.listener_reads} reads of the listener: {len(monitor.failures)} failed"))
+                   f"collector up after the warm-up) and {monitor.listener_reads} reads of the listener: {len(monitor.failures)} failed"))
     checks.append((load.errors == 0, f"traffic: {load.statements} statements, {load.errors} failed transactions"))
     return checks
 
@@ -378,7 +399,7 @@ def main() -> int:
         for minute in range(1, int(args.minutes) + 1):
             time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
             if minute >= args.warmup:
-                monitor.counting_lag.set()
+                monitor.after_warmup.set()
             try:
                 samples.append(sample(stack, consumer, monitor, started))
             except Exception as exc:  # a component died: the checks below say so; keep the samples so far
@@ -386,7 +407,6 @@ def main() -> int:
                 break
             print(table(samples)[-1], flush=True)
         consumer.close()
-        monitor.stop.set()
         monitor.join(10)
         converged, rows, equal = converge(stack, 120)
         load.pause()
@@ -399,6 +419,8 @@ def main() -> int:
     print("\n".join(table(samples)))
     for failure in monitor.failures[:10]:
         print(f"    {failure}")
+    for noted in monitor.warmup_down[:5]:
+        print(f"    during the warm-up (not failed): {noted}")
     for passed, text in checks:
         print(("PASS " if passed else "FAIL ") + text)
     if args.plot:
