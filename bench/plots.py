@@ -31,3 +31,36 @@ def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: s
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+def save_series(name: str, title: str, minutes: list[float], memory: dict[str, list[float]],
+                files: dict[str, list[float]], warmup: float | None = None) -> Path | None:
+    """Memory (MiB) and open files of each process over time, the warm-up's end as a line; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is missing (pip install 'cdcwatch[preview]'): no plot written")
+        return None
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True, height_ratios=(2, 1))
+    for label, values in memory.items():
+        top.plot(minutes, values, marker=".", label=label)
+    for label, values in files.items():
+        bottom.plot(minutes, values, marker=".", label=label)
+    for axes in (top, bottom):
+        if warmup is not None:
+            axes.axvline(warmup, color="grey", linestyle=":")
+        axes.legend(loc="center right", fontsize="small")
+        axes.set_ylim(bottom=0)
+    top.set_ylabel("MiB")
+    bottom.set_ylabel("open files")
+    bottom.set_xlabel("minutes (dotted: end of the warm-up)")
+    top.set_title(title)
+    figure.tight_layout()
+    path = PLOTS / f"{name}.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
