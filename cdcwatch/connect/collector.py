@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cdcwatch.config import ConnectWorkerConfig
-from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_JMX_PATTERN, CONNECT_RULES, JMX_STATES, STATUS_RULES
+from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_RULES, JMX_STATES, STATUS_RULES, connect_jmx_queries
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
 
@@ -357,11 +357,10 @@ class ConnectCollector:
 
     def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:
         assert self.jmx is not None
-        attributes = sorted({rule.attribute for rule in CONNECT_RULES} | {"status"})
-        beans, producers, runtime = self.jmx.query_many([
-            (CONNECT_JMX_PATTERN, attributes), (PRODUCER_APP_INFO_PATTERN, ("StartTimeMs", "start-time-ms")),
-            (RUNTIME_BEAN, ("StartTime",))])
-        for bean in beans:
+        queries = connect_jmx_queries()
+        *by_type, producers, runtime = self.jmx.query_many([
+            *queries, (PRODUCER_APP_INFO_PATTERN, ("StartTimeMs", "start-time-ms")), (RUNTIME_BEAN, ("StartTime",))])
+        for bean in sorted((bean for beans in by_type for bean in beans), key=lambda b: b.name):
             self._bean(builder, bean, servers)
         jvm_started = jvm_start_time_seconds(runtime)
         if jvm_started is not None:

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 
 from cdcwatch.families import MetricSpec, metric_specs, referenced_specs
 
-__all__ = ["CONNECT_JMX_METRICS", "CONNECT_JMX_PATTERN", "CONNECT_RULES", "JMX_STATES", "STATUS_RULES", "ConnectRule",
+__all__ = ["CONNECT_JMX_METRICS", "CONNECT_RULES", "JMX_STATES", "STATUS_RULES", "ConnectRule",
+           "connect_jmx_queries",
            "sources"]
-
-CONNECT_JMX_PATTERN = "kafka.connect:*"
 
 
 @dataclass(frozen=True)
@@ -112,3 +111,22 @@ def sources(spec: MetricSpec) -> tuple[str, ...]:
     read = [(r.bean_type.split("+")[0], r.attribute) for r in CONNECT_RULES if r.spec is spec]
     read += [(bean_type, "status") for bean_type, status in STATUS_RULES.items() if status is spec]
     return tuple(f"`{bean_type}` `{attribute}`" for bean_type, attribute in read)
+
+
+def _bean_pattern(bean_type: str) -> str:
+    if bean_type == _W:
+        return f"kafka.connect:type={_W}"  # the worker's own bean, not its per-connector ones
+    if bean_type == _C:
+        return f"kafka.connect:type={_W},connector=*"
+    return f"kafka.connect:type={bean_type},*"
+
+
+def connect_jmx_queries() -> list[tuple[str, tuple[str, ...]]]:
+    """One (pattern, attributes) query per bean type, asking each bean only for the attributes it has: Kafka's
+    JmxReporter logs a warning with a stack trace on the worker for every attribute a bean lacks, on every read."""
+    wanted: dict[str, list[str]] = {}
+    for rule in CONNECT_RULES:
+        wanted.setdefault(rule.bean_type, []).append(rule.attribute)
+    for bean_type in STATUS_RULES:
+        wanted.setdefault(bean_type, []).append("status")
+    return [(_bean_pattern(bean_type), tuple(dict.fromkeys(attributes))) for bean_type, attributes in wanted.items()]
