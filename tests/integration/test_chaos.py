@@ -9,6 +9,7 @@ The long form (every component crashed and paused) is `bench/chaos.py`; its tabl
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,5 +33,7 @@ def test_short_chaos_run_loses_nothing() -> None:
     assert "PASS" in table and " NO " not in table
     cut = next(line for line in table.splitlines() if line.startswith("broker network cut"))
     assert "CdcwatchTargetDown" in cut, cut
+    during = re.search(r" (\d+) \((\d+\.\d)s\)", cut)
+    assert during and int(during.group(1)) >= 5, f"cdcwatch was hardly scraped while the broker was cut off: {cut}"
     re_delivered = int(table.split("duplicates: ")[1].split()[0])
     assert re_delivered > 0, "the worker was killed with nothing to re-deliver: the duplicate check proved nothing"
