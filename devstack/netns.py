@@ -75,6 +75,8 @@ def _used_subnets() -> set[int]:
 class TestHost:
     """A network namespace with one veth link to the host and a /30 between them; `cut()` and `heal()` it."""
 
+    __test__ = False  # not a pytest test class despite its name
+
     def __init__(self, tag: str) -> None:
         if not re.fullmatch(r"[a-z0-9]{1,20}", tag):
             raise StackError(f"a test host's tag is lower-case letters and digits, not {tag!r}")

@@ -34,6 +34,6 @@ def test_short_chaos_run_loses_nothing() -> None:
     cut = next(line for line in table.splitlines() if line.startswith("broker network cut"))
     assert "CdcwatchTargetDown" in cut, cut
     during = re.search(r" (\d+) \((\d+\.\d)s\)", cut)
-    assert during and int(during.group(1)) >= 5, f"cdcwatch was hardly scraped while the broker was cut off: {cut}"
+    assert during and int(during.group(1)) >= 3, f"cdcwatch was hardly scraped while the broker was cut off: {cut}"
     re_delivered = int(table.split("duplicates: ")[1].split()[0])
     assert re_delivered > 0, "the worker was killed with nothing to re-deliver: the duplicate check proved nothing"
