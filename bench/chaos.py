@@ -3,20 +3,21 @@ with the truth checked after each one.
 
 Runs the demo stack (devstack/demo.py) in this process and, in turn, kill -9s and restarts the
 Kafka Connect worker, the Kafka broker, the Spark driver, the target PostgreSQL and cdcwatch itself,
-and SIGSTOPs the worker, the broker and the Spark driver for --pause-seconds. For every fault:
+SIGSTOPs the worker, the broker and the Spark driver for --pause-seconds, and cuts the broker off the
+network for --cut-seconds: the broker then runs in a network namespace of its own (devstack/netns.py),
+every client reaching it through a veth link whose packets the cut drops silently both ways, so clients
+time out instead of being refused (needs root or CAP_NET_ADMIN). For every fault:
 - detection: the first expected alert seen firing in Prometheus, seconds after the fault;
 - recovery: the alert resolved and the target equal to the source again, row for row (a checksum
   of the captured table on both sides, taken with the traffic held still), seconds after recovery;
+- duplicates: the re-delivered events counted independently from the topic (a change whose table,
+  key and source position appeared at an earlier offset) since the fault, next to what the listener
+  counted meanwhile (`cdcwatch_spark_duplicates_total`, followed across driver restarts): equal, or
+  at least as many counted where the Spark driver restarted (a re-run batch counts again);
 - cdcwatch answered every scrape (one a second, the demo's 3 s deadline) while it was up.
-At the end, duplicates: the re-delivered events counted independently from the topic (a change
-whose table, key and source position appeared at an earlier offset) next to what the listener
-counted (`cdcwatch_spark_duplicates_total`, followed across driver restarts). A table is printed;
-exit 1 on any failed check.
+The same duplicates check over the whole run at the end. A table is printed; exit 1 on any failed check.
 
-Cutting the broker off the network (network namespaces) is not among the faults: it needs
-CAP_NET_ADMIN, which these machines' unprivileged CI does not grant.
-
-    .venv/bin/python bench/chaos.py [--faults all|short|NAME,...] [--pause-seconds 30]
+    .venv/bin/python bench/chaos.py [--faults all|short|NAME,...] [--pause-seconds 30] [--cut-seconds 30]
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ class Fault:
     alerts: tuple[tuple[str, dict[str, str]], ...]
     """Any of these firing detects the fault."""
     stops_cdcwatch: bool = False
+    held: str = ""
+    """"pause" or "cut": the fault lasts --pause-seconds or --cut-seconds, whether or not detected sooner."""
+    netns: bool = False
+    """Needs the broker in a network namespace."""
 
 
 _CONNECT = (("CdcwatchTargetDown", {"collector": "connect"}), ("CdcwatchTargetDown", {"collector": "debezium"}))
@@ -111,11 +116,14 @@ FAULTS = {f.name: f for f in (
     Fault("kill spark driver", lambda s: s.apply.server.kill(), lambda s: s.apply.start(), _SPARK),
     Fault("kill target postgres", lambda s: _kill_postgres(s.target), lambda s: _restart_target(s), _SPARK),
     Fault("kill cdcwatch", lambda s: s.serve.server.kill(), lambda s: s.serve.start(), _CDCWATCH, stops_cdcwatch=True),
-    Fault("pause connect", *_pause(lambda s: s.connect), _CONNECT),
-    Fault("pause broker", *_pause(lambda s: s.broker), _KAFKA),
-    Fault("pause spark driver", *_pause(lambda s: s.apply), _SPARK),
+    Fault("pause connect", *_pause(lambda s: s.connect), _CONNECT, held="pause"),
+    Fault("pause broker", *_pause(lambda s: s.broker), _KAFKA, held="pause"),
+    Fault("pause spark driver", *_pause(lambda s: s.apply), _SPARK, held="pause"),
+    # librdkafka's requests to an unreachable broker time out within the collection deadline: cdcwatch_up=0
+    Fault("broker network cut", lambda s: s.broker_host.cut(), lambda s: s.broker_host.heal(), _KAFKA, held="cut",
+          netns=True),
 )}
-SHORT = ("kill connect", "kill spark driver", "kill cdcwatch")
+SHORT = ("kill connect", "kill spark driver", "kill cdcwatch", "broker network cut")
 
 
 @dataclass
@@ -127,6 +135,14 @@ class Outcome:
     converged_after: float | None = None
     rows: int = 0
     equal: bool = False
+    re_delivered: int | None = None
+    """Re-deliveries in the topic since the fault (counted from the topic)."""
+    duplicates: float = 0.0
+    """Duplicates the listener counted since the fault."""
+    driver_restarted: bool = False
+    scrapes: int = 0
+    """Scrapes of cdcwatch answered while the fault lasted."""
+    slowest: float = 0.0
     problems: list[str] = field(default_factory=list)
 
 
@@ -140,8 +156,12 @@ class Monitor(threading.Thread):
         self.cdcwatch_down = threading.Event()
         self.failures: list[str] = []
         self.scrapes = 0
+        self.answered: list[tuple[float, float]] = []
+        """(time.monotonic() when a scrape started, seconds it took) of every answered scrape."""
         self.duplicates = 0.0
         self._last_duplicates: float | None = None
+        self.driver_pids: set[int] = set()
+        self._lock = threading.Lock()
 
     def run(self) -> None:
         while not self.stop.wait(1.0):
@@ -150,6 +170,7 @@ class Monitor(threading.Thread):
                 try:
                     urllib.request.urlopen(self.stack.info["metrics"], timeout=DEADLINE).read()
                     took = time.monotonic() - started
+                    self.answered.append((started, took))
                     if took > DEADLINE:
                         self.failures.append(f"{time.strftime('%H:%M:%S')} scrape took {took:.1f}s")
                 except Exception as exc:
@@ -159,16 +180,26 @@ class Monitor(threading.Thread):
             self._follow_duplicates()
 
     def _follow_duplicates(self) -> None:
-        try:
-            text = self.stack.apply.metrics()
-        except Exception:
-            return  # the driver is down or paused
-        value = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                    if line.startswith("cdcwatch_spark_duplicates_total{"))
-        last = self._last_duplicates  # the first reading is the baseline
-        if last is not None:
-            self.duplicates += value if value < last else value - last  # a new driver starts at 0
-        self._last_duplicates = value
+        with self._lock:
+            if self.stack.apply.process is not None:
+                self.driver_pids.add(self.stack.apply.process.pid)
+            try:
+                text = self.stack.apply.metrics()
+            except Exception:
+                return  # the driver is down or paused
+            value = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                        if line.startswith("cdcwatch_spark_duplicates_total{"))
+            last = self._last_duplicates  # the first reading is the baseline
+            if last is not None:
+                self.duplicates += value if value < last else value - last  # a new driver starts at 0
+            self._last_duplicates = value
+
+    def counted(self) -> tuple[float, int]:
+        """(duplicates counted so far, drivers seen so far), read now (the listener answers with the traffic still)."""
+        wait_for(lambda: self.stack.apply.metrics(), 30, "the Spark driver's metrics")
+        self._follow_duplicates()
+        with self._lock:
+            return self.duplicates, len(self.driver_pids)
 
 
 def firing(prometheus: str, alerts: tuple[tuple[str, dict[str, str]], ...]) -> str:
@@ -239,10 +270,13 @@ def topic_duplicates(bootstrap: str) -> int:
     return repeats
 
 
-def run_fault(stack: DemoStack, monitor: Monitor, fault: Fault, pause_seconds: float, say: Callable[[str], None]) -> Outcome:
+def run_fault(stack: DemoStack, monitor: Monitor, fault: Fault, held_seconds: dict[str, float],
+              say: Callable[[str], None], recovery_timeout: float = 300) -> Outcome:
     outcome = Outcome(fault.name)
     prometheus = stack.info["prometheus"]
     wait_for(lambda: not firing(prometheus, fault.alerts), 300, f"{fault.name}: the expected alerts to be quiet", interval=1)
+    re_delivered_before = topic_duplicates(stack.broker.bootstrap)
+    counted_before, drivers_before = monitor.counted()
     say(f"{fault.name} ...")
     if fault.stops_cdcwatch:
         monitor.cdcwatch_down.set()
@@ -256,30 +290,60 @@ def run_fault(stack: DemoStack, monitor: Monitor, fault: Fault, pause_seconds: f
         outcome.detected_after = time.monotonic() - injected
     except StackError as exc:
         outcome.problems.append(str(exc))
-    if fault.name.startswith("pause"):
-        remaining = pause_seconds - (time.monotonic() - injected)
+    if fault.held:
+        remaining = held_seconds[fault.held] - (time.monotonic() - injected)
         if remaining > 0:
-            stack.traffic.stop.wait(remaining)  # the pause lasts its full length whether or not detected
+            stack.traffic.stop.wait(remaining)  # the fault lasts its full length whether or not detected
     fault.recover(stack)
     recovered = time.monotonic()
+    during = [took for started, took in list(monitor.answered) if injected <= started < recovered]
+    outcome.scrapes, outcome.slowest = len(during), max(during, default=0.0)
     monitor.cdcwatch_down.clear()
     try:
-        wait_for(lambda: not firing(prometheus, fault.alerts), 300, f"{fault.name}: the alert to resolve", interval=1)
+        wait_for(lambda: not firing(prometheus, fault.alerts), recovery_timeout, f"{fault.name}: the alert to resolve",
+                 interval=1)
         outcome.resolved_after = time.monotonic() - recovered
     except StackError as exc:
         outcome.problems.append(str(exc))
     _ensure_apply(stack)
-    _, outcome.rows, outcome.equal = converge(stack, 300)
+    _, outcome.rows, outcome.equal = converge(stack, recovery_timeout)
     outcome.converged_after = time.monotonic() - recovered
     if not outcome.equal:
         outcome.problems.append("the target differs from the source")
+        return outcome
+    try:
+        re_delivered = outcome.re_delivered = topic_duplicates(stack.broker.bootstrap) - re_delivered_before
+    except Exception as exc:  # noqa: BLE001 (reported as the fault's problem)
+        outcome.problems.append(f"re-deliveries not countable from the topic: {exc}")
+        return outcome
+
+    def agreed() -> bool:  # the listener reports a batch's duplicates just after the batch wrote the target
+        counted, drivers = monitor.counted()
+        outcome.duplicates, outcome.driver_restarted = counted - counted_before, drivers > drivers_before
+        return duplicates_agree(re_delivered, outcome.duplicates, outcome.driver_restarted)
+
+    try:
+        wait_for(agreed, 15, "the listener's duplicates to agree with the topic", interval=1)
+    except StackError:
+        pass
+    if not duplicates_agree(re_delivered, outcome.duplicates, outcome.driver_restarted):
+        outcome.problems.append(f"{outcome.re_delivered} re-delivered in the topic but {outcome.duplicates:.0f} counted "
+                                "by the listener")
     return outcome
+
+
+def duplicates_agree(re_delivered: int, counted: float, driver_restarted: bool) -> bool:
+    """The listener counted every re-delivery, and nothing else unless a restarted driver re-ran a batch."""
+    return counted == re_delivered or (driver_restarted and counted >= re_delivered)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--faults", default="all", help="all, short, or names separated by commas")
     parser.add_argument("--pause-seconds", type=float, default=30.0)
+    parser.add_argument("--cut-seconds", type=float, default=30.0)
+    parser.add_argument("--recovery-timeout", type=float, default=300.0,
+                        help="seconds an alert may take to resolve, and the target to equal the source, after recovery")
     parser.add_argument("--rows", type=int, default=2000)
     args = parser.parse_args()
     names = list(FAULTS) if args.faults == "all" else list(SHORT) if args.faults == "short" else args.faults.split(",")
@@ -288,8 +352,10 @@ def main() -> int:
         parser.error(f"unknown fault(s) {unknown}; known: {', '.join(FAULTS)}")
     base = Path(tempfile.mkdtemp(prefix="cdcwatch-chaos-"))
     base.chmod(0o755)
-    stack = DemoStack(base, free_port(), args.rows, log=lambda line: print(line, flush=True))
+    stack = DemoStack(base, free_port(), args.rows, log=lambda line: print(line, flush=True),
+                      broker_netns=any(FAULTS[n].netns for n in names))
     outcomes: list[Outcome] = []
+    expected, counted, drivers, uncounted = 0, 0.0, 0, ""
     try:
         stack.start()
         seconds, rows, equal = converge(stack, 300)
@@ -298,31 +364,43 @@ def main() -> int:
         monitor = Monitor(stack)
         monitor.start()
         for name in names:
-            outcomes.append(run_fault(stack, monitor, FAULTS[name], args.pause_seconds, lambda s: print(s, flush=True)))
+            outcomes.append(run_fault(stack, monitor, FAULTS[name], {"pause": args.pause_seconds, "cut": args.cut_seconds},
+                                      lambda s: print(s, flush=True), args.recovery_timeout))
+        stack.traffic.pause()
+        _, final_rows, final_equal = converge(stack, args.recovery_timeout)
+        try:
+            expected = topic_duplicates(stack.broker.bootstrap)
+            counted, drivers = monitor.counted()
+        except Exception as exc:  # noqa: BLE001 (reported: the run fails)
+            uncounted = f"{exc}"
         monitor.stop.set()
         monitor.join(10)
-        stack.traffic.pause()
-        converge(stack, 300)
-        expected = topic_duplicates(stack.broker.bootstrap)
-        counted = monitor.duplicates
     finally:
         stack.stop()
     print()
-    print(f"{'fault':<22} {'detected':>9} {'alert':<24} {'recovered':>9} {'rows':>6} {'equal':>5}")
+    print(f"{'fault':<22} {'detected':>9} {'alert':<24} {'recovered':>9} {'rows':>6} {'equal':>5} {'duplicates':>10} "
+          f"{'scrapes during':>14}")
     for o in outcomes:
         detected = f"{o.detected_after:.1f}s" if o.detected_after is not None else "-"
         recovered = f"{o.converged_after:.1f}s" if o.converged_after is not None else "-"
-        print(f"{o.fault:<22} {detected:>9} {o.alert or '-':<24} {recovered:>9} {o.rows:>6} {'yes' if o.equal else 'NO':>5}")
+        duplicates = f"{o.re_delivered}/{o.duplicates:.0f}" if o.re_delivered is not None else "-"
+        scrapes = f"{o.scrapes} ({o.slowest:.1f}s)" if o.scrapes else "-"
+        print(f"{o.fault:<22} {detected:>9} {o.alert or '-':<24} {recovered:>9} {o.rows:>6} {'yes' if o.equal else 'NO':>5} "
+              f"{duplicates:>10} {scrapes:>14}{' (driver restarted)' if o.driver_restarted else ''}")
         for problem in o.problems:
             print(f"    {problem}")
-    spark_restarted = any("spark" in n or "target" in n for n in names)
-    duplicates_ok = counted == expected or (spark_restarted and counted >= expected)
-    print(f"duplicates: {expected} re-delivered in the topic, {counted:.0f} counted by the listener"
-          + (" (a re-run batch after a driver or target crash counts again)" if spark_restarted else ""))
+    print(f"at the end: target {'equals' if final_equal else 'DIFFERS from'} the source ({final_rows} rows)")
+    spark_restarted = drivers > 1
+    duplicates_ok = not uncounted and duplicates_agree(expected, counted, spark_restarted)
+    if uncounted:
+        print(f"duplicates: not countable at the end: {uncounted}")
+    else:
+        print(f"duplicates: {expected} re-delivered in the topic, {counted:.0f} counted by the listener"
+              + (" (a re-run batch after a driver or target crash counts again)" if spark_restarted else ""))
     print(f"scrapes of cdcwatch: {monitor.scrapes}, failed or over {DEADLINE:g}s: {len(monitor.failures)}")
     for failure in monitor.failures[:10]:
         print(f"    {failure}")
-    ok = all(not o.problems for o in outcomes) and not monitor.failures and duplicates_ok
+    ok = all(not o.problems for o in outcomes) and not monitor.failures and duplicates_ok and final_equal
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

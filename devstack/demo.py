@@ -114,8 +114,13 @@ class _Traffic:
 class DemoStack:
     """Starts, tracks and stops every component of the demo pipeline."""
 
-    def __init__(self, base: Path, port: int, rows: int, log: Callable[[str], None] = print) -> None:
+    def __init__(self, base: Path, port: int, rows: int, log: Callable[[str], None] = print,
+                 broker_netns: bool = False) -> None:
         self.base = base
+        self.broker_netns = broker_netns
+        """Run the broker in a network namespace of its own (devstack/netns.py), every client reaching it through a
+        veth link that `broker_host.cut()` cuts: for the chaos run (needs root or CAP_NET_ADMIN)."""
+        self.broker_host: Any = None
         self.port = port
         self.rows = rows
         self.log = log
@@ -148,7 +153,13 @@ class DemoStack:
         self.target = self._started("target", PostgresServer(base / "target", free_port()))
         self.target.start()
         self.log(f"[2/{steps}] Apache Kafka 4 (KRaft) ...")
-        self.broker = self._started("broker", KafkaBroker(base / "broker"))
+        if self.broker_netns:
+            from devstack.netns import TestHost
+
+            self.broker_host = self._started("broker-netns", TestHost("broker"))
+            self.broker_host.start()
+            self.log(f"      in network namespace {self.broker_host.namespace} at {self.broker_host.address}")
+        self.broker = self._started("broker", KafkaBroker(base / "broker", netns=self.broker_host))
         self.broker.start()
         self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector ...")
         properties = postgres_connector_properties(base, self.source.port, SERVER, "public.customers", slot=SLOT)

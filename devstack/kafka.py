@@ -1,5 +1,9 @@
 """Apache Kafka 4 (KRaft, one combined broker + controller) on 127.0.0.1, from the jars in devstack/jvm/pom.xml.
 
+With `netns=TestHost(...)` (devstack/netns.py) the broker runs inside that network namespace instead, its
+client listener on the namespace's address (advertised there, reached from the host through the veth) and its
+controller on the namespace's own loopback: `netns.cut()` then cuts every client off the broker.
+
 `KafkaBroker(dir).start()` formats the log directory on first start, then runs `kafka.Kafka`.
 With `secure=True` it also serves a SASL_SSL listener (SCRAM-SHA-256 over TLS, a certificate from
 a throw-away CA) with one SCRAM user, for tests of the client-settings passthrough.
@@ -13,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from devstack.netns import TestHost
 from devstack.procs import ServerProcess, StackError, free_port, jvm_dir, port_open, require_binary, run, wait_for
 from devstack.tls import Pki, make_pki
 
@@ -45,10 +50,13 @@ def log4j2_config(directory: Path, name: str, level: str = "INFO") -> Path:
 
 
 class KafkaBroker:
-    """One KRaft node on 127.0.0.1: PLAINTEXT on `port`; with `secure`, SASL_SSL (SCRAM) on `secure_port`."""
+    """One KRaft node on 127.0.0.1 (or in `netns`): PLAINTEXT on `port`; with `secure`, SASL_SSL (SCRAM) on
+    `secure_port`."""
 
-    def __init__(self, state_dir: Path, port: int | None = None, secure: bool = False) -> None:
+    def __init__(self, state_dir: Path, port: int | None = None, secure: bool = False,
+                 netns: TestHost | None = None) -> None:
         self.dir = state_dir
+        self.netns = netns
         self.port = port or free_port()
         self.controller_port = free_port()
         self.secure_port = free_port() if secure else None
@@ -57,13 +65,22 @@ class KafkaBroker:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def host(self) -> str:
+        """Where clients reach the broker: 127.0.0.1, or the namespace's address."""
+        if self.netns is None:
+            return "127.0.0.1"
+        if not self.netns.address:
+            raise StackError("start the test host before the broker in it")
+        return self.netns.address
 
     @property
     def secure_bootstrap(self) -> str:
         if self.secure_port is None:
             raise StackError("this broker has no SASL_SSL listener: create it with secure=True")
-        return f"127.0.0.1:{self.secure_port}"
+        return f"{self.host}:{self.secure_port}"
 
     def secure_client_settings(self, password: str = SCRAM_PASSWORD) -> dict[str, str]:
         """librdkafka settings for the SASL_SSL listener (trusting the test CA)."""
@@ -72,7 +89,7 @@ class KafkaBroker:
                 "sasl.password": password, "ssl.ca.location": str(self.pki.ca)}
 
     def _properties(self) -> str:
-        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}", f"CONTROLLER://127.0.0.1:{self.controller_port}"]
+        listeners = [f"PLAINTEXT://{self.host}:{self.port}", f"CONTROLLER://127.0.0.1:{self.controller_port}"]
         lines = [
             "process.roles=broker,controller", "node.id=1",
             f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}", "controller.listener.names=CONTROLLER",
@@ -87,7 +104,7 @@ class KafkaBroker:
         protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
         if self.secure_port is not None:
             assert self.pki is not None
-            listeners.append(f"SASL_SSL://127.0.0.1:{self.secure_port}")
+            listeners.append(f"SASL_SSL://{self.host}:{self.secure_port}")
             protocols.append("SASL_SSL:SASL_SSL")
             lines += ["sasl.enabled.mechanisms=SCRAM-SHA-256",
                       "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config="
@@ -106,7 +123,7 @@ class KafkaBroker:
     def start(self, timeout: float = 90) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         for port in filter(None, (self.port, self.controller_port, self.secure_port)):
-            if port_open(port):
+            if port_open(port, self.host if port != self.controller_port else "127.0.0.1"):
                 raise StackError(f"port {port} is taken: stop what listens there or pick another port")
         if self.secure_port is not None and self.pki is None:
             self.pki = make_pki(self.dir / "tls", ("broker",))
@@ -117,11 +134,12 @@ class KafkaBroker:
             scram = ["--add-scram", f"SCRAM-SHA-256=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
             run(self.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
                            *(scram if self.secure_port else []), heap="256m"), "formatting the Kafka log directory")
-        self.server.start(self.java_command("kafka.Kafka", str(config)), self._ready, timeout, cwd=self.dir,
+        command = self.java_command("kafka.Kafka", str(config))
+        self.server.start(self.netns.wrap(command) if self.netns else command, self._ready, timeout, cwd=self.dir,
                           env={**os.environ, "KAFKA_LOG4J_OPTS": ""})
 
     def _ready(self) -> bool:
-        if not port_open(self.port):
+        if not port_open(self.port, self.host):
             return False
         return bool(self.admin().list_topics(timeout=5).brokers)
 
