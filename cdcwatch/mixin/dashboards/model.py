@@ -47,7 +47,8 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
-__all__ = ["ACTIVE", "CONNECTED", "FRESHNESS", "STATUS", "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
+__all__ = ["ACTIVE", "CONNECTED", "FRESHNESS", "STATUS",
+           "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
            "build", "conditional_queries", "panel_queries", "threshold_alert"]
 
 
