@@ -349,9 +349,16 @@ def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], Non
     prometheus = info["prometheus"]
     restarts = "sum(cdcwatch_connect_task_restarts_total)"
     duplicates = "sum(cdcwatch_spark_duplicates_total)"
-    before = {expr: _query(prometheus, expr) or 0.0 for expr in (restarts, duplicates)}
     report = ScenarioReport(scenario.name, None, 0.0)
     say(f"{scenario.name}: {scenario.description}")
+
+    def quiet_alerts() -> list[str]:
+        alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
+        return sorted({a["labels"]["alertname"] for a in alerts if a["labels"].get("alertname") in scenario.quiet})
+
+    say("  waiting until the alerts it must not raise are quiet ...")
+    wait_for(lambda: not quiet_alerts(), 300, f"{', '.join(scenario.quiet)} to be quiet", interval=1)
+    before = {expr: _query(prometheus, expr) or 0.0 for expr in (restarts, duplicates)}
     log = Path(info["alerts_log"])
     since = time.time()
     injected = _post(info["control"], f"/inject/{scenario.name}")
@@ -368,13 +375,12 @@ def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], Non
     report.flowing_after = time.time() - injected
     settled = time.time() + 2 * info["scrape_interval_seconds"]  # an evaluation after the last reading of the fault
     wait_for(lambda: time.time() >= settled, 10, "one more evaluation", interval=0.5)
-    alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
-    pending = sorted({a["labels"]["alertname"] for a in alerts if a["labels"].get("alertname") in scenario.quiet})
+    pending = quiet_alerts()
     report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
                              "after_seconds": round(e["received"] - injected, 1),
                              "runbook_url": e.get("annotations", {}).get("runbook_url")}
                             for e in _notifications(log, since)]
-    paged = sorted({e["alert"] for e in report.notifications if e["alert"] in scenario.quiet})
+    paged = sorted({e["alert"] for e in report.notifications if e["alert"] in scenario.quiet and e["status"] == "firing"})
     say(f"  restarts counted: {report.restarts_counted:.0f}, duplicates counted: {report.duplicates_counted:.0f}, "
         f"flowing again {report.flowing_after:.1f}s after the fault")
     if pending or paged:
