@@ -354,7 +354,8 @@ def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], Non
 
     def quiet_alerts() -> list[str]:
         alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
-        return sorted({a["labels"]["alertname"] for a in alerts if a["labels"].get("alertname") in scenario.quiet})
+        return sorted({a["labels"]["alertname"] for a in alerts if a["labels"].get("alertname") in scenario.quiet
+                       and a["labels"].get("server", SERVER) == SERVER})
 
     say("  waiting until the alerts it must not raise are quiet ...")
     wait_for(lambda: not quiet_alerts(), 300, f"{', '.join(scenario.quiet)} to be quiet", interval=1)

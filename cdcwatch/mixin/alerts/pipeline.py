@@ -19,7 +19,8 @@ Moving, with the stage's lag above its alert threshold and still growing, is `ba
 stays frozen while nothing moves (an idle source) never makes a stage backlogged or stalled.
 
 The series are keyed by `server` alone: they join the exporter's and the Spark listener's series, which
-have different `job` and `instance` labels.
+have different `job` and `instance` labels. Series without a server (a Spark query before its first event)
+are left out.
 """
 
 from cdcwatch.mixin.alerts.examples import DBZ, SLOT, SPARK, TOPIC
@@ -54,6 +55,12 @@ def _chain(stage: str, *branches: tuple[str, int], among: str = "") -> str:
     if among:
         body = f"  (\n{body}\n  )\n  and on (server)\n{_indent(among, 4)}"
     return f'label_replace(\n{body},\n  "stage", "{stage}", "", ""\n)'
+
+
+def _named(expr: str) -> str:
+    """Every selector of `expr` also requires a server (the committed offsets have none: their join adds it)."""
+    named = expr.replace("%(cdcwatch)s", '%(cdcwatch)s, server!=""').replace("%(spark)s", '%(spark)s, server!=""')
+    return named.replace(f'{_COMMITTED}{{%(cdcwatch)s, server!=""', f"{_COMMITTED}{{%(cdcwatch)s")
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -146,7 +153,7 @@ def _state(why: str, stage: str, state: str, **changes: str) -> Case:
 
 
 RECORDINGS = (
-    Recording(CODE, f"{_CAPTURE}\nor\n{_CONSUME}\nor\n{_APPLY}",
+    Recording(CODE, _named(f"{_CAPTURE}\nor\n{_CONSUME}\nor\n{_APPLY}"),
               Case("capture flowing (only Debezium's series)", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"},
                    labels={"server": "inventory", "stage": "capture"}, value=2),
               pipeline=True),
@@ -216,6 +223,8 @@ ALERTS = (
         quiet=Case("changes flowing through every stage", _inputs()),
         since="5m",
         more=(Case("an idle source: every lag reading frozen, heartbeats keep coming", _inputs(**_IDLE_SOURCE)),
+              Case("a Spark query before its first event: its series have no server yet",
+                   {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),
               Case("a replay after a connector restart: only duplicates read for a while",
                    _inputs(cdcwatch_spark_newest_applied_change_timestamp_seconds="0+60x18 1080x22"))),
     ),
