@@ -52,7 +52,10 @@ def main() -> None:
         print(f"\n{'scenario':<16} {'alert':<24} {'floor s':>8} {'notified s':>11} {'diff s':>7} {'resolved s':>11}")
         for name, alert, report in rows:
             if report is None:
-                print(f"{name:<16} {alert:<24} {'failed':>8}")
+                print(f"{name:<16} {alert or 'no page':<24} {'failed':>8}")
+                continue
+            if alert is None:  # ridden out without a page: how long until the pipeline flowed again
+                print(f"{name:<16} {'no page':<24} {'':>8} {'':>11} {'':>7} {report['flowing_after']:>11.1f} (flowing)")
                 continue
             diff = report["fired_after"] - report["floor_seconds"]
             print(f"{name:<16} {alert:<24} {report['floor_seconds']:>8.1f} {report['fired_after']:>11.1f} "

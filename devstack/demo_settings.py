@@ -12,9 +12,10 @@ STATE_FILE = "demo.json"
 APPLY_RATE = 2000
 """Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
 APPLY_LAG_THRESHOLD_SECONDS = 15
-DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s"},
+DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s",
+                            "freshness_window": "15s"},
               "thresholds": {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": 30,
-                             "kafka_lag_seconds": 30, "debezium_lag_seconds": 30}}
+                             "kafka_lag_seconds": 30, "debezium_lag_seconds": 30, "freshness_idle_proof_seconds": 10}}
 """The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
 STATUS_WINDOW_SAMPLES = 5
 """cdcwatch's consumer-status window in the demo: a frozen consumer reads STOP after this many scrapes."""

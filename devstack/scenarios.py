@@ -25,23 +25,30 @@ from devstack.demo_settings import (
     CHANGES_TOPIC,
     DEMO_MIXIN,
     SCRAPE_INTERVAL,
+    SERVER,
     STATUS_WINDOW_SAMPLES,
 )
 
-__all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "kill_connect_between_flushes", "run_scenario"]
+__all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "kill_connect_between_flushes", "restart_connect_with_replay",
+           "run_scenario"]
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
-    alert: str
+    alert: str | None
+    """The alert the fault must raise; None: a fault the pipeline must ride out without a page."""
     labels: dict[str, str]
     inject: Callable[[Any], float | None]
     """Injects the fault; returns when it happened (None: now)."""
     recover: Callable[[Any], None]
     settle_seconds: float = 0.0
     """How long the fault must last before the alert's condition can hold (a status window, lag building up)."""
+    states: tuple[tuple[str, str], ...] = ()
+    """(stage, state) the demo pipeline's freshness state must take while the fault lasts."""
+    quiet: tuple[str, ...] = ()
+    """Alerts that must neither notify nor be pending once the pipeline flows again after the fault."""
 
 
 SLACK_SECONDS = 10.0
@@ -58,11 +65,16 @@ def _changes_beyond(stack: Any, offset: int) -> bool:
     return bool(stack.broker.end_offset(CHANGES_TOPIC) >= offset)
 
 
-def kill_connect_between_flushes(stack: Any, attempts: int = 3) -> float:
+def _seconds_since(start: float, seconds: float) -> bool:
+    return time.monotonic() - start >= seconds
+
+
+def kill_connect_between_flushes(stack: Any, attempts: int = 3, after_flush: float = 0.0) -> float:
     """kill -9 the worker once changes reached Kafka after its last offset flush: those are re-delivered.
 
     The kill must fall between two flushes; when a flush slips in first (a busy machine), the worker is
     started again and the next flush is awaited, so the stack is never left without its worker.
+    `after_flush`: at least this many seconds of changes after the flush are re-delivered.
     """
     from devstack.procs import StackError, wait_for
 
@@ -74,15 +86,69 @@ def kill_connect_between_flushes(stack: Any, attempts: int = 3) -> float:
         written = stack.broker.end_offset(CHANGES_TOPIC)
         try:
             wait_for(partial(_changes_beyond, stack, written + 10), interval / 2, "ten changes in Kafka after the flush")
+            wait_for(partial(_seconds_since, seen, after_flush), interval / 2, f"{after_flush:g}s of changes")
         except StackError:
             continue  # the connector is slow right now: try after the next flush
-        if time.monotonic() - seen > interval / 2:
+        if time.monotonic() - seen > max(interval / 2, after_flush + 2):
             continue
         stack.connect.kill()
         if offsets.stat().st_mtime == flushed:
             return time.time()
         stack.connect.start()  # a flush came first: nothing to re-deliver
     raise RuntimeError(f"no kill fell between two offset flushes in {attempts} attempts: nothing to re-deliver")
+
+
+REPLAYED_SECONDS = 10.0
+"""The restart scenario re-delivers at least this many seconds of changes."""
+
+
+def _apply_readings(stack: Any) -> tuple[float, float, float] | None:
+    """(duplicates counted, when the last batch was applied, its oldest change's commit time by the apply lag)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(stack.apply.metrics()):
+        for sample in family.samples:
+            if sample.name in ("cdcwatch_spark_duplicates_total", "cdcwatch_spark_last_progress_timestamp_seconds") or (
+                    sample.name == "cdcwatch_spark_apply_lag_seconds" and sample.labels.get("percentile") == "max"):
+                values[sample.name] = values.get(sample.name, 0.0) + sample.value
+    if len(values) < 3:
+        return None
+    progress = values["cdcwatch_spark_last_progress_timestamp_seconds"]
+    return values["cdcwatch_spark_duplicates_total"], progress, progress - values["cdcwatch_spark_apply_lag_seconds"]
+
+
+def restart_connect_with_replay(stack: Any) -> float:
+    """kill -9 the worker at least REPLAYED_SECONDS after its last offset flush and start it again at once: those
+    changes are re-delivered. Watches every batch the apply job reports until the replay is counted as duplicates
+    and three batches more: the apply lag of none may reach back to a re-delivered change (committed before the
+    kill), only to the changes written since (a change is captured and shipped within seconds)."""
+    from devstack.procs import wait_for
+
+    before = _apply_readings(stack)
+    duplicates_before = before[0] if before else 0.0
+    killed = kill_connect_between_flushes(stack, after_flush=REPLAYED_SECONDS)
+    stack.connect.start()
+    oldest: dict[float, float] = {}  # batch applied at → its oldest change counted in the apply lag
+    counted: list[float] = []
+
+    def replay_applied() -> bool:
+        reading = _apply_readings(stack)
+        if reading is None:
+            return False
+        duplicates, progress, oldest_commit = reading
+        if progress > killed:
+            oldest[progress] = oldest_commit
+        if duplicates > duplicates_before and not counted:
+            counted.append(progress)
+        return bool(counted) and len([p for p in oldest if p > counted[0]]) >= 3
+
+    wait_for(replay_applied, 120, "the replay to be applied", interval=0.1)
+    reaching_back = {round(p - killed, 1): round(killed - o, 1) for p, o in oldest.items() if o < killed - REPLAYED_SECONDS / 2}
+    if reaching_back:
+        raise RuntimeError(f"the apply lag counted re-delivered changes: batches applied (s after the kill) → how far "
+                           f"before the kill their oldest counted change was committed (s): {reaching_back}")
+    return killed
 
 
 def _signal_apply(signum: int) -> Callable[[Any], None]:
@@ -109,17 +175,23 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "CdcKafkaConsumerNotProgressing", {"group": "demo-apply"},
              _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT),
              # the window's samples must all show the frozen offset; its first may be the last sample before the freeze
-             settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * float(SCRAPE_INTERVAL.rstrip("s"))),
+             settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * float(SCRAPE_INTERVAL.rstrip("s")),
+             states=(("apply", "stalled"),)),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
-             settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS)),
+             settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS), states=(("apply", "backlogged"),)),
+    Scenario("restart", "kill -9 the Kafka Connect worker between two offset flushes and start it again at once: the "
+             "task restart is counted, the re-delivered changes are counted as duplicates and left out of the apply "
+             "lag, no lag or freshness page, and the pipeline flows again",
+             None, {}, restart_connect_with_replay, lambda stack: None,
+             quiet=("CdcSparkApplyLagHigh", "CdcSparkFreshnessTooOld", "CdcPipelineStageSlow", "CdcPipelineStalled")),
 )}
 
 
 @dataclass
 class ScenarioReport:
     scenario: str
-    alert: str
+    alert: str | None
     floor_seconds: float
     earliest_seconds: float = 0.0
     """The alert cannot fire sooner: its `for` plus the fault's settle time."""
@@ -129,9 +201,16 @@ class ScenarioReport:
     resolved_after: float | None = None
     notifications: list[dict[str, Any]] | None = None
     duplicates_counted: float | None = None
+    restarts_counted: float | None = None
+    states_seen: dict[str, str] | None = None
+    """stage → the freshness state it took during the fault (the scenario's `states`)."""
+    flowing_after: float | None = None
+    """Seconds from the fault until the pipeline's freshness state read flowing again (a scenario without an alert)."""
 
     @property
     def ok(self) -> bool:
+        if self.alert is None:
+            return self.flowing_after is not None
         return self.fired_after is not None and self.resolved_after is not None
 
 
@@ -201,6 +280,8 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
         urllib.request.urlopen(info["prometheus"] + "/-/ready", timeout=5).close()
     except (OSError, urllib.error.URLError):
         raise RuntimeError(f"the demo of {state.parent} is not running: start `scripts/demo` first") from None
+    if scenario.alert is None:
+        return _ride_out(info, scenario, say)
     waits = _alert_for(scenario.alert) + scenario.settle_seconds
     floor = info["scrape_interval_seconds"] * 2 + waits
     report = ScenarioReport(name, scenario.alert, floor, earliest_seconds=waits, latest_seconds=floor + SLACK_SECONDS)
@@ -217,6 +298,7 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     report.fired_after = fired["received"] - injected
     say(f"  {scenario.alert} notified {report.fired_after:.1f}s after the fault "
         f"(floor {floor:.0f}s: {report.fired_after - floor:+.1f}s)")
+    report.states_seen = _states_seen(info, scenario, injected)
     recovered = _post(info["control"], f"/recover/{name}")
     resolved = wait_for(lambda: _matching(_notifications(log, recovered), scenario, "resolved"), resolve_timeout,
                         f"the resolved {scenario.alert} notification", interval=0.5)
@@ -237,4 +319,71 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
         say(f"  duplicates counted after the replay: {report.duplicates_counted:.0f}")
     for entry in report.notifications:
         say(f"    +{entry['after_seconds']:>6.1f}s  {entry['status']:<8} {entry['alert']}")
+    return report
+
+
+def _freshness(stage: str, state: str) -> str:
+    return f'cdcwatch:freshness_state{{server="{SERVER}", stage="{stage}", state="{state}"}}'
+
+
+def _states_seen(info: dict[str, Any], scenario: Scenario, since: float) -> dict[str, str]:
+    """Each (stage, state) of the scenario, awaited from the fault on (range queries: a short state is not missed)."""
+    from devstack.procs import wait_for
+
+    seen = {}
+    for stage, state in scenario.states:
+        def taken(stage: str = stage, state: str = state) -> bool:
+            window = max(int(time.time() - since) + 1, 1)
+            return (_query(info["prometheus"], f"max_over_time({_freshness(stage, state)}[{window}s])") or 0.0) == 1.0
+        wait_for(taken, 60, f"the {stage} stage to read {state}", interval=1)
+        seen[stage] = state
+    return seen
+
+
+def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], None]) -> ScenarioReport:
+    """A fault without an alert: inject it, await the task restart, the duplicates and the pipeline flowing again,
+    then none of the quiet alerts may have notified or be pending."""
+    from cdcwatch.mixin.preview import PrometheusApi
+    from devstack.procs import wait_for
+
+    prometheus = info["prometheus"]
+    restarts = "sum(cdcwatch_connect_task_restarts_total)"
+    duplicates = "sum(cdcwatch_spark_duplicates_total)"
+    report = ScenarioReport(scenario.name, None, 0.0)
+    say(f"{scenario.name}: {scenario.description}")
+
+    def quiet_alerts() -> list[str]:
+        alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
+        return sorted({a["labels"]["alertname"] for a in alerts if a["labels"].get("alertname") in scenario.quiet
+                       and a["labels"].get("server", SERVER) == SERVER})
+
+    say("  waiting until the alerts it must not raise are quiet ...")
+    wait_for(lambda: not quiet_alerts(), 300, f"{', '.join(scenario.quiet)} to be quiet", interval=1)
+    before = {expr: _query(prometheus, expr) or 0.0 for expr in (restarts, duplicates)}
+    log = Path(info["alerts_log"])
+    since = time.time()
+    injected = _post(info["control"], f"/inject/{scenario.name}")
+    say(f"  injected at {time.strftime('%H:%M:%S', time.localtime(injected))}; the replay left the apply lag alone")
+
+    def counted(expr: str) -> float | None:
+        value = (_query(prometheus, expr) or 0.0) - before[expr]
+        return value if value > 0 else None
+
+    report.restarts_counted = wait_for(partial(counted, restarts), 60, "the task restart to be counted", interval=1)
+    report.duplicates_counted = wait_for(partial(counted, duplicates), 60, "the replay to be counted", interval=1)
+    wait_for(lambda: _query(prometheus, f"{_freshness('pipeline', 'flowing')} == 1"), 120, "the pipeline to flow again",
+             interval=1)
+    report.flowing_after = time.time() - injected
+    settled = time.time() + 2 * info["scrape_interval_seconds"]  # an evaluation after the last reading of the fault
+    wait_for(lambda: time.time() >= settled, 10, "one more evaluation", interval=0.5)
+    pending = quiet_alerts()
+    report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
+                             "after_seconds": round(e["received"] - injected, 1),
+                             "runbook_url": e.get("annotations", {}).get("runbook_url")}
+                            for e in _notifications(log, since)]
+    paged = sorted({e["alert"] for e in report.notifications if e["alert"] in scenario.quiet and e["status"] == "firing"})
+    say(f"  restarts counted: {report.restarts_counted:.0f}, duplicates counted: {report.duplicates_counted:.0f}, "
+        f"flowing again {report.flowing_after:.1f}s after the fault")
+    if pending or paged:
+        raise RuntimeError(f"{scenario.name} must not page: notified {paged}, pending or firing now {pending}")
     return report

@@ -5,13 +5,14 @@ Attach in two lines:
     listener = CdcMetricsListener.attach(spark, port=10122)
     events = instrument(decode_events(kafka_records))
 
-The sink reports what it did with each batch through `listener.metrics.sink(query, SinkOutcome(...))`.
+The sink reports what it did with each batch through `listener.metrics.sink(query, SinkOutcome(...), batch_id)`;
+with `SinkOutcome.commits` (the new changes' `CommitSpread`) the apply lag leaves re-deliveries out.
 """
 
-from cdcwatch.spark.metrics import SinkOutcome, SparkMetrics, exception_class
+from cdcwatch.spark.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class
 from spark_listeners.decode import EVENT_SCHEMA, decode_events
 from spark_listeners.instrument import OBSERVATION, instrument
 from spark_listeners.listener import CdcMetricsListener
 
-__all__ = ["EVENT_SCHEMA", "OBSERVATION", "CdcMetricsListener", "SinkOutcome", "SparkMetrics", "decode_events",
+__all__ = ["EVENT_SCHEMA", "OBSERVATION", "CdcMetricsListener", "CommitSpread", "SinkOutcome", "SparkMetrics", "decode_events",
            "exception_class", "instrument"]

@@ -74,6 +74,9 @@ class Thresholds(_Strict):
     scrape_duration_seconds: PositiveFloat = 5
     connect_task_restarts: PositiveFloat = 2
     """Restarts of one task within 30 minutes that are still normal (a deploy, a rebalance); more is flapping."""
+    freshness_idle_proof_seconds: PositiveFloat = 300
+    """Freshness state: a stage where nothing moves is `idle` only while evidence from the source this recent shows
+    it caught up (a heartbeat applied, the slot keeping up with the WAL); without it, `stalled`."""
 
 
 class Durations(_Strict):
@@ -84,8 +87,12 @@ class Durations(_Strict):
     warning: str = "10m"
     instant: str = "1m"
     memory: str = "6h"
+    stalled: str = "10m"
+    """`for` of CdcPipelineStalled: longer than a connector or worker restart takes."""
+    freshness_window: str = "5m"
+    """Freshness state: the window over which a stage counts as moving (its counters rose) and its lag as growing."""
 
-    @field_validator("critical", "warning", "instant", "memory")
+    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):

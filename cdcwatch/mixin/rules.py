@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from cdcwatch.mixin.alerts import ALERTS, GROUPS, RECORDING_RULES, Alert, Case
-from cdcwatch.mixin.config import MixinConfig
+from cdcwatch.mixin.config import MixinConfig, exact
 from cdcwatch.mixin.templates import render_annotation
 
 __all__ = ["annotations", "expression", "metrics_in", "promtool_tests", "rule_groups", "seconds"]
@@ -89,9 +89,13 @@ def promtool_tests(config: MixinConfig, rule_file: str) -> dict[str, Any]:
     """A `promtool test rules` file for `rule_file` rendered from `config`."""
     tests = [test for alert in ALERTS for test in _alert_tests(alert, config)]
     for recording in RECORDING_RULES:
-        example = recording.example
-        sample = recording.record + "{" + ",".join(f'{k}="{v}"' for k, v in (example.labels or {}).items()) + "}"
-        tests.append(_test(f"{recording.record}: {example.why}", example,
-                           [{"expr": recording.record, "eval_time": example.at,
-                             "exp_samples": [{"labels": sample, "value": example.value}]}], "promql_expr_test"))
+        for example in (recording.example, *recording.more):
+            labels = example.labels or {}
+            sample = recording.record + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+            expr = recording.record
+            if recording.match:
+                expr += "{" + ", ".join(f'{k}="{labels[k]}"' for k in recording.match) + f"}} == {exact(example.value)}"
+            tests.append(_test(f"{recording.record}: {example.why}", example,
+                               [{"expr": expr, "eval_time": example.at,
+                                 "exp_samples": [{"labels": sample, "value": example.value}]}], "promql_expr_test"))
     return {"rule_files": [rule_file], "evaluation_interval": "1m", "tests": tests}

@@ -111,7 +111,7 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
         staged = batch.where(changes).select(*STAGED_COLUMNS)
         staged.foreachPartition(lambda rows: target.stage(batch_id, rows))
         outcome = target.merge(batch_id)
-        listener.metrics.sink(query_name, outcome)
+        listener.metrics.sink(query_name, outcome, batch_id)
         if outcome.duplicates or outcome.stale:
             log.info("batch %d: %d applied, %d duplicates, %d stale", batch_id, outcome.applied, outcome.duplicates,
                      outcome.stale)

@@ -1,7 +1,8 @@
 """Per-query state fed by the listener and the sink, exported as fresh families on every scrape.
 
 Apply lag is measured when a batch's progress arrives (the batch has been applied): now minus the
-source commit time of its events (max, p50, p99). Freshness is computed at scrape time from the
+source commit time of its events (max, p50, p99); of the changes the sink took as new when the sink reports
+them (`SinkOutcome.commits`), so a replay of changes already applied never raises it. Freshness is computed at scrape time from the
 newest applied change or heartbeat, so it keeps growing while nothing new is applied.
 
 Latency by stage splits the way of every row change into four contiguous stages, each a histogram:
@@ -23,6 +24,7 @@ different clocks can come out negative: it counts as 0 s and in `cdcwatch_spark_
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -44,7 +46,7 @@ from cdcwatch.spark.stages import (
     stage_sum,
 )
 
-__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "SPARK_METRICS", "Histogram", "QueryState", "SinkOutcome",
+__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "SPARK_METRICS", "CommitSpread", "Histogram", "QueryState", "SinkOutcome",
            "SparkMetrics", "exception_class"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -151,13 +153,41 @@ def exception_class(text: str | None) -> str:
     return "other"
 
 
+@dataclass(frozen=True)
+class CommitSpread:
+    """Source commit times (Unix seconds) of the row changes a sink took as new in one batch: how many, the oldest,
+    the 1st and 50th percentile and the newest. `changes` 0: the batch held only re-deliveries."""
+
+    changes: int = 0
+    oldest: float | None = None
+    p01: float | None = None
+    p50: float | None = None
+    newest: float | None = None
+
+    @classmethod
+    def of(cls, commit_times: Iterable[float]) -> CommitSpread:
+        """The spread of a sink's new changes' commit times (nearest-rank percentiles)."""
+        times = sorted(commit_times)
+        if not times:
+            return cls()
+        def rank(q: float) -> float:
+            return times[max(math.ceil(q * len(times)) - 1, 0)]
+        return cls(len(times), times[0], rank(0.01), rank(0.5), times[-1])
+
+
 @dataclass
 class SinkOutcome:
-    """What a sink did with one batch's row changes."""
+    """What a sink did with one batch's row changes.
+
+    `commits`: the commit times of the changes it took as new (not duplicates). A sink that reports them (with
+    the batch id, `SparkMetrics.sink`) makes the apply lag replay-aware: the batch's lag is measured on those
+    alone, so a re-delivery after a connector restart never raises it. None: the lag is measured on every
+    change the batch read."""
 
     applied: int = 0     # changed the target
     duplicates: int = 0  # key + source position already applied (redelivered)
     stale: int = 0       # older than what the target holds (out of order); never overwrote it
+    commits: CommitSpread | None = None
 
 
 @dataclass
@@ -228,6 +258,8 @@ class SparkMetrics:
 
     def __init__(self, clock: Any = time.time) -> None:
         self._queries: dict[str, QueryState] = {}
+        self._sink_commits: dict[tuple[str, int], CommitSpread] = {}
+        """(query, batch id) → what the sink reported of that batch's new changes, until its progress arrives."""
         self._lock = threading.Lock()
         self._clock = clock
 
@@ -260,15 +292,29 @@ class SparkMetrics:
             state.offsets_behind = _offsets_behind(progress.get("sources") or ())
             state.lost_offsets += _offsets_skipped(progress.get("sources") or ())
             state.last_progress = now
+            commits = self._reported_commits(name, progress.get("batchId"))
             if observed:
-                self._observed(state, observed, now)
+                self._observed(state, observed, now, commits)
                 _apply_stage(state, progress, observed)
 
-    def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float) -> None:
+    def _reported_commits(self, name: str, batch_id: Any) -> CommitSpread | None:
+        """What the sink reported of batch `batch_id`'s new changes (None: nothing), forgetting older batches."""
+        if not isinstance(batch_id, int):
+            return None
+        commits = self._sink_commits.pop((name, batch_id), None)
+        for key in [k for k in self._sink_commits if k[0] == name and k[1] < batch_id]:
+            del self._sink_commits[key]
+        return commits
+
+    def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float,
+                  commits: CommitSpread | None = None) -> None:
         state.events += int(observed.get("events") or 0)
         state.changes += int(observed.get("changes") or 0)
         state.malformed += int(observed.get("malformed") or 0)
-        if observed.get("oldest_commit") is not None:
+        if commits is not None:  # the sink's new changes alone: re-deliveries do not count
+            if commits.changes and commits.oldest is not None and commits.p01 is not None and commits.p50 is not None:
+                state.apply_lag = {"max": now - commits.oldest, "99": now - commits.p01, "50": now - commits.p50}
+        elif observed.get("oldest_commit") is not None:
             state.apply_lag = {"max": now - observed["oldest_commit"], "99": now - observed["p01_commit"],
                                "50": now - observed["p50_commit"]}
         if observed.get("newest_commit") is not None:
@@ -281,12 +327,16 @@ class SparkMetrics:
         _measured_stages(state, observed)
 
     # fed by the sink ---------------------------------------------------------------------------------
-    def sink(self, name: str, outcome: SinkOutcome) -> None:
+    def sink(self, name: str, outcome: SinkOutcome, batch_id: int | None = None) -> None:
+        """A sink's outcome of batch `batch_id` (in `foreachBatch`, before the batch's progress arrives): its counts,
+        and with `outcome.commits` and the batch id, the changes the batch's apply lag is measured on."""
         state = self.query(name)
         with self._lock:
             state.applied += outcome.applied
             state.duplicates += outcome.duplicates
             state.stale += outcome.stale
+            if outcome.commits is not None and batch_id is not None:
+                self._sink_commits[(name, batch_id)] = outcome.commits
 
     # prometheus_client collector ---------------------------------------------------------------------
     def describe(self) -> list[Metric]:

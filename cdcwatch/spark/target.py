@@ -4,7 +4,9 @@ A batch is staged (COPY from the executors, one staging slice per batch id), the
 transaction on the driver:
 - an event whose table + row key + source position is in the ledger, or repeats within the batch,
   is a **duplicate** (an at-least-once re-delivery) and is not applied again;
-- of the others, the newest per row is upserted with `... DO UPDATE ... WHERE rows.position < excluded.position`,
+- the others are new: their commit times (`CommitSpread`) are what the batch's apply lag is measured on, so a
+  replay never raises it;
+- of the new ones, the newest per row is upserted with `... DO UPDATE ... WHERE rows.position < excluded.position`,
   so an older event never overwrites newer state; one older than the target's row is **stale**.
 Deletes keep the row as `deleted` with its position, so a late re-delivery cannot resurrect it.
 The ledger forgets entries after `ledger_retention` (re-deliveries come from the last offset flush,
@@ -19,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from cdcwatch.spark.metrics import SinkOutcome
+from cdcwatch.spark.metrics import CommitSpread, SinkOutcome
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS"]
 
@@ -68,7 +70,9 @@ SELECT (SELECT count(*) FROM batch),
        (SELECT count(*) FROM fresh),
        (SELECT count(*) FROM fresh f JOIN {s}.rows r USING (table_id, row_key) WHERE r.position > f.position),
        (SELECT count(*) FROM upsert),
-       (SELECT count(*) FROM ledger)
+       (SELECT count(*) FROM ledger),
+       (SELECT ARRAY[count(commit_time), min(commit_time), percentile_disc(0.01) WITHIN GROUP (ORDER BY commit_time),
+                     percentile_disc(0.5) WITHIN GROUP (ORDER BY commit_time), max(commit_time)] FROM fresh)
 """
 
 
@@ -98,12 +102,14 @@ class PostgresTarget:
             counts = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
             if counts is None:
                 raise RuntimeError(f"merging batch {batch_id} returned no counts")
-            total, fresh, stale, _, _ = counts
+            total, fresh, stale, _, _, spread = counts
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id <= %s", (batch_id,))
             if batch_id % 50 == 0:
                 connection.execute(f"DELETE FROM {self.schema}.applied WHERE applied_at < now() - %s * interval '1 second'",
                                    (self.ledger_retention_seconds,))
-        return SinkOutcome(applied=fresh - stale, duplicates=total - fresh, stale=stale)
+        changes, oldest, p01, p50, newest = spread
+        commits = CommitSpread(int(changes), oldest, p01, p50, newest) if changes else CommitSpread()
+        return SinkOutcome(applied=fresh - stale, duplicates=total - fresh, stale=stale, commits=commits)
 
     def clear_batch(self, batch_id: int) -> None:
         """Drop what an earlier, failed attempt of this batch staged."""

@@ -94,7 +94,12 @@ def test_rate_only_over_counters_and_deriv_only_over_gauges() -> None:
 
 
 def test_every_query_is_scoped_by_the_job_and_instance_variables() -> None:
+    """Except series keyed by server across collectors (they have no job or instance): $server scopes them."""
+    across = {r.record for r in RECORDING_RULES if r.pipeline}
     for name, panel in _panels():
         for expr in _exprs(panel):
             for selector in re.findall(r"[\w:]+\{[^}]*\}", expr):
+                if selector.split("{")[0] in across:
+                    assert 'server=~"$server"' in selector, (name, panel["title"], selector)
+                    continue
                 assert 'job=~"$job"' in selector and 'instance=~"$instance"' in selector, (name, panel["title"], selector)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from cdcwatch.spark.metrics import SinkOutcome, SparkMetrics, exception_class
+from cdcwatch.spark.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class
 from tests.integration.conftest import promtool_check
 
 
@@ -46,6 +46,45 @@ def test_progress_gives_lag_against_the_time_the_batch_was_applied() -> None:
     assert sample(metrics, "cdcwatch_spark_malformed_events_total", query="q", server="shop") == 1
     assert sample(metrics, "cdcwatch_spark_batch_duration_seconds_bucket", query="q", le="1.0") == 1
     assert sample(metrics, "cdcwatch_spark_batch_duration_seconds_bucket", query="q", le="0.5") == 0
+
+
+def _lag(metrics: SparkMetrics, percentile: str) -> float | None:
+    return sample(metrics, "cdcwatch_spark_apply_lag_seconds", query="q", server="shop", percentile=percentile)
+
+
+def test_a_replay_the_sink_reports_never_raises_the_apply_lag() -> None:
+    """Batch 7 re-delivers changes committed at 900-950 (counted as duplicates) along with new ones from 995-998:
+    the lag is measured on the new ones the sink reported; a batch of re-deliveries only leaves it as it was."""
+    clock = Clock(1000.0)
+    metrics = SparkMetrics(clock)
+    replayed = {**OBSERVED, "oldest_commit": 900.0, "p01_commit": 900.0, "p50_commit": 950.0}
+    metrics.sink("q", SinkOutcome(applied=4, duplicates=50, commits=CommitSpread.of([995.0, 996.0, 997.0, 998.0])), 7)
+    metrics.progress("q", {**PROGRESS, "batchId": 7}, replayed)
+    assert (_lag(metrics, "max"), _lag(metrics, "99"), _lag(metrics, "50")) == (5.0, 5.0, 4.0)
+    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop") == 50
+    clock.now = 1010.0
+    metrics.sink("q", SinkOutcome(duplicates=30, commits=CommitSpread.of([])), 8)
+    metrics.progress("q", {**PROGRESS, "batchId": 8}, replayed)
+    assert _lag(metrics, "max") == 5.0, "a batch of re-deliveries only must leave the reading as it was"
+    assert sample(metrics, "cdcwatch_spark_freshness_seconds", query="q", server="shop") == 11.0  # heartbeat at 999
+
+
+def test_without_the_sinks_commits_the_lag_is_measured_on_what_the_batch_read() -> None:
+    clock = Clock(1000.0)
+    metrics = SparkMetrics(clock)
+    metrics.sink("q", SinkOutcome(applied=4, duplicates=50), 7)  # no commits: the generic path
+    metrics.sink("q", SinkOutcome(applied=1, commits=CommitSpread.of([999.0])), 6)  # an older batch's report
+    metrics.progress("q", {**PROGRESS, "batchId": 7}, {**OBSERVED, "oldest_commit": 900.0})
+    assert _lag(metrics, "max") == 100.0
+    metrics.sink("q", SinkOutcome(applied=1, commits=CommitSpread.of([999.0])), 9)
+    metrics.progress("q", PROGRESS, {**OBSERVED, "oldest_commit": 900.0})  # no batchId in the progress
+    assert _lag(metrics, "max") == 100.0
+
+
+def test_commit_spread_takes_nearest_rank_percentiles() -> None:
+    spread = CommitSpread.of(float(t) for t in range(200, 0, -1))
+    assert (spread.changes, spread.oldest, spread.p01, spread.p50, spread.newest) == (200, 1.0, 2.0, 100.0, 200.0)
+    assert CommitSpread.of([]) == CommitSpread()
 
 
 def test_freshness_grows_while_nothing_new_is_applied_and_heartbeats_count() -> None:

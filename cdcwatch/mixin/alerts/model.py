@@ -37,6 +37,13 @@ class Recording:
     expr: str
     example: Case
     """Input series, and the one sample (`labels`, `value`) the rule makes of them at `at`."""
+    pipeline: bool = False
+    """Keyed by `server` alone: it joins series of several collectors (their `job` and `instance` differ)."""
+    match: tuple[str, ...] = ()
+    """Labels that pick the samples a case checks: then the test evaluates `record{those labels of the case} ==
+    value` and expects exactly the case's sample (a state set: one state 1, the others 0)."""
+    more: tuple[Case, ...] = field(default_factory=tuple)
+    """Further examples, each with its one expected sample."""
 
 
 @dataclass(frozen=True)

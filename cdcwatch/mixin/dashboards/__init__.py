@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -13,7 +14,7 @@ from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_qu
 from cdcwatch.mixin.dashboards.overview import OVERVIEW
 from cdcwatch.mixin.dashboards.spark import SPARK
 
-__all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "panel_queries"]
+__all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "lint_exclusions", "panel_queries"]
 
 DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK)
 
@@ -29,3 +30,19 @@ def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:
 def conditional_exprs(config: MixinConfig) -> dict[str, str]:
     """Every dashboard query that is empty on a healthy pipeline → when it has series."""
     return {expr: when for spec in DASHBOARDS for expr, when in conditional_queries(spec, config).items()}
+
+
+def lint_exclusions(config: MixinConfig) -> dict[str, Any]:
+    """dashboard-linter's `.lint` for the dashboards' directory: its job and instance rules stand down for the
+    panels that read only series keyed by server across collectors (they have neither label)."""
+    from cdcwatch.mixin.alerts import RECORDING_RULES
+
+    across = {r.record for r in RECORDING_RULES if r.pipeline}
+    read: dict[tuple[str, str], set[str]] = {}
+    for model in build_dashboards(config).values():
+        for title, expr in panel_queries(model):
+            read.setdefault((model["title"], title), set()).update(re.findall(r"([\w:]+)\{", expr))
+    panels = [{"dashboard": board, "panel": title} for (board, title), names in read.items() if names and names <= across]
+    if not panels:
+        return {}
+    return {"exclusions": {rule: {"entries": [dict(p) for p in panels]} for rule in ("target-job-rule", "target-instance-rule")}}

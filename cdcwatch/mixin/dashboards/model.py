@@ -13,7 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grafana_foundation_sdk.builders import bargauge, common, dashboard, heatmap, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.builders import (
+    bargauge,
+    common,
+    dashboard,
+    heatmap,
+    prometheus,
+    stat,
+    statetimeline,
+    table,
+    timeseries,
+)
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.common import (
     BigValueColorMode,
@@ -37,7 +47,8 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
-__all__ = ["ACTIVE", "CONNECTED", "STATUS", "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
+__all__ = ["ACTIVE", "CONNECTED", "FRESHNESS", "STATUS",
+           "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
            "build", "conditional_queries", "panel_queries", "threshold_alert"]
 
 
@@ -73,7 +84,8 @@ class PanelSpec:
     unit: str
     queries: tuple[Query, ...]
     kind: str = "timeseries"
-    """timeseries | stat | states (stat showing each series' name: state sets) | heatmap | table | bargauge"""
+    """timeseries | stat | states (stat showing each series' name: state sets) | heatmap | table | bargauge |
+    timeline (a state timeline: one band per series, coloured by its mapped value)"""
     threshold: Threshold | None = None
     mappings: tuple[Mapping, ...] = ()
     alerts: tuple[str, ...] = ()
@@ -118,7 +130,7 @@ def _placeholders(config: MixinConfig) -> dict[str, str]:
 def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
     kinds: dict[str, Callable[[], Any]] = {
         "timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
-             "table": table.Panel, "bargauge": bargauge.Panel}
+             "table": table.Panel, "bargauge": bargauge.Panel, "timeline": statetimeline.Panel}
     builder = (kinds[spec.kind]().title(spec.title).description(spec.description).unit(spec.unit)
                .datasource(DataSourceRef(type_val="prometheus", uid=config.datasource_uid)).span(width).height(8))
     if spec.kind == "timeseries":
@@ -198,5 +210,8 @@ CONNECTED = (Mapping(0, "disconnected", "red"), Mapping(1, "connected", "green")
 UP = (Mapping(0, "down", "red"), Mapping(1, "up", "green"))
 ACTIVE = (Mapping(0, "inactive", "red"), Mapping(1, "active", "green"))
 UNIQUE = (Mapping(0, "unique", "green"),)
+FRESHNESS = (Mapping(1, "idle", "blue"), Mapping(2, "flowing", "green"), Mapping(3, "backlogged", "orange"),
+             Mapping(4, "stalled", "red"))
+"""The codes of `server_stage:cdcwatch_freshness:code`."""
 STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "yellow"), Mapping(2, "STALL", "red"), Mapping(3, "STOP", "red"),
           Mapping(4, "REWIND", "orange"))

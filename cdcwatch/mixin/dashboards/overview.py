@@ -3,6 +3,7 @@
 from cdcwatch.mixin.dashboards.model import (
     ACTIVE,
     CONNECTED,
+    FRESHNESS,
     UNIQUE,
     UP,
     DashboardSpec,
@@ -28,6 +29,14 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Apply lag p99", "How long after their source commit the last batch's changes were applied (p99).", "s",
                       (Query('query:cdcwatch_spark_apply_lag_seconds:p99{%(scope)s, server=~"$server"}', "{{query}} ({{server}})"),),
                       threshold=Threshold("spark_apply_lag_seconds")),
+        )),
+        ("Freshness state", (
+            PanelSpec("Freshness state by stage", "Per pipeline and stage (capture: source → connector, consume: Kafka, "
+                      "apply: Spark; pipeline: the worst of them): flowing, idle (caught up, proven by a recent heartbeat "
+                      "or the slot keeping up with the WAL), backlogged (moving, but the lag grows) or stalled (nothing "
+                      "moves while the source has changes for the stage).", "none",
+                      (Query('max by (server, stage) (server_stage:cdcwatch_freshness:code{server=~"$server"})',
+                             "{{server}} {{stage}}"),), kind="timeline", mappings=FRESHNESS, alerts=("CdcPipelineStalled",)),
         )),
         ("Pipelines: connector ↔ server ↔ slot ↔ database", (
             PanelSpec("Pipelines", "Each connector's identity across the stages, from its configuration in Kafka Connect: "
