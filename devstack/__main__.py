@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list_scenarios:
         for scenario in SCENARIOS.values():
-            print(f"{scenario.name:<16} {scenario.description} → {scenario.alert}")
+            print(f"{scenario.name:<16} {scenario.description} → {scenario.alert or 'checked, no alert'}")
         return EXIT_OK
     if args.scenario:
         from devstack.scenarios import run_scenario
