@@ -39,6 +39,8 @@ from devstack.demo_settings import (
     SLOT,
     SLOT_KEEP_MB,
     SNAPSHOT_CHUNK_ROWS,
+    SNAPSHOT_TABLE,
+    SNAPSHOT_TABLE_ROWS,
     STATE_FILE,
     STATUS_WINDOW_SAMPLES,
 )
@@ -151,6 +153,9 @@ class DemoStack:
         self.source.start()
         self.source.sql("CREATE TABLE customers (id int PRIMARY KEY, name text, updated_at timestamptz DEFAULT now());"
                         f"INSERT INTO customers SELECT g, 'customer ' || g, now() FROM generate_series(1, {self.rows}) g;"
+                        f"CREATE TABLE {SNAPSHOT_TABLE} (id int PRIMARY KEY, customer_id int, amount numeric(10, 2));"
+                        f"INSERT INTO {SNAPSHOT_TABLE} SELECT g, g % 997, g % 1000 / 10.0 "
+                        f"FROM generate_series(1, {SNAPSHOT_TABLE_ROWS}) g;"
                         f"CREATE TABLE {SIGNAL_TABLE} (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
                         "data varchar(2048));")
         self.source.sql(f"ALTER SYSTEM SET max_slot_wal_keep_size = '{SLOT_KEEP_MB}MB'")  # not in a transaction
@@ -161,7 +166,7 @@ class DemoStack:
         self.broker = self._started("broker", KafkaBroker(base / "broker"))
         self.broker.start()
         self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector ...")
-        properties = postgres_connector_properties(base, self.source.port, SERVER, f"public.customers,{SIGNAL_TABLE}",
+        properties = postgres_connector_properties(base, self.source.port, SERVER, f"public.customers,{SNAPSHOT_TABLE},{SIGNAL_TABLE}",
                                                    slot=SLOT)
         properties.update({"signal.data.collection": SIGNAL_TABLE,
                            "incremental.snapshot.chunk.size": str(SNAPSHOT_CHUNK_ROWS)})

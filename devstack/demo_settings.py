@@ -9,8 +9,11 @@ PUBLICATION = f"{SLOT}_pub"
 """The connector's publication (publication.autocreate.mode filtered): cdcwatch's row estimates come from its tables."""
 SIGNAL_TABLE = "public.debezium_signal"
 """Debezium's signal table (signal.data.collection): an `execute-snapshot` row starts an incremental snapshot."""
+SNAPSHOT_TABLE = "public.orders"
+"""A captured table no traffic writes: the `snapshot` scenario snapshots it again and counts its rows."""
+SNAPSHOT_TABLE_ROWS = 15000
 SNAPSHOT_CHUNK_ROWS = 500
-"""incremental.snapshot.chunk.size: small chunks, so the demo's incremental snapshot takes long enough to watch."""
+"""incremental.snapshot.chunk.size: 30 chunks of the orders table, so its incremental snapshot lasts several scrapes."""
 SLOT_KEEP_MB = 128
 """The source's max_slot_wal_keep_size: the slot's safe_wal_size, and so its runway, is reported."""
 QUERY = "demo_apply"
