@@ -74,7 +74,9 @@ SNAPSHOT_PROGRESS = (
     Recording("table:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
               f"{_ROWS_LEFT}\n/ on ({_TABLE})\n  ({_SCAN_RATE} > 0)",
               Case("360,000 rows left at 100 a second", _SCANNING, labels=_ORDERS_LABELS, value=3600)),
-    Recording("table:cdcwatch_debezium_incremental_snapshot_chunks_progress:ratio",
+    # Debezium 3.6 counts chunks (TableChunkCounts) for a chunked initial snapshot (snapshot.max.threads.multiplier),
+    # not for an incremental one, whose beans name only the chunk in progress
+    Recording("table:cdcwatch_debezium_snapshot_chunks_progress:ratio",
               f"max by ({_TABLE}) (cdcwatch_debezium_incremental_snapshot_table_chunks_completed{{%(cdcwatch)s}})\n"
               f"/ on ({_TABLE})\n  (max by ({_TABLE}) (cdcwatch_debezium_incremental_snapshot_table_chunks{{%(cdcwatch)s}}) > 0)",
               Case("10 of 40 chunks", {f"cdcwatch_debezium_incremental_snapshot_table_chunks{{{_ORDERS}}}": "40x40",

@@ -47,10 +47,11 @@ DEBEZIUM = DashboardSpec(
             PanelSpec("Rows scanned per second", "Snapshot scan rate per table over 5 minutes.", "cps",
                       (Query(f"max by (server, table) (table:cdcwatch_debezium_snapshot_rows_scanned:rate5m{{{_REC}}} > 0)",
                              "{{server}} {{table}}", when=_SCANNING),)),
-            PanelSpec("Incremental snapshot chunks", "Chunks of each table an incremental snapshot has copied, of its "
-                      "chunks.", "percentunit",
-                      (Query("max by (server, table) (table:cdcwatch_debezium_incremental_snapshot_chunks_progress:ratio"
-                             f"{{{_REC}}})", "{{server}} {{table}}", when="an incremental snapshot ran"),)),
+            PanelSpec("Snapshot chunks", "Chunks of each table a chunked initial snapshot (snapshot.max.threads."
+                      "multiplier) has copied, of its chunks (Debezium counts no chunks of an incremental snapshot).",
+                      "percentunit",
+                      (Query("max by (server, table) (table:cdcwatch_debezium_snapshot_chunks_progress:ratio"
+                             f"{{{_REC}}})", "{{server}} {{table}}", when="a chunked initial snapshot ran"),)),
             PanelSpec("Snapshot duration", "Time the snapshot has taken so far, paused time included.", "s",
                       (Query(f"max by (server) (cdcwatch_debezium_snapshot_duration_seconds{{{_SEL}}})", "{{server}}"),),
                       threshold=Threshold("snapshot_max_seconds")),
