@@ -225,6 +225,10 @@ def check_schema_change(stack: Any) -> dict[str, Any]:
             "seconds": round(time.monotonic() - started, 1)}
 
 
+def _drop_column(stack: Any) -> None:
+    stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_COLUMN}")
+
+
 # --- slot-runway: the connector paused while WAL is written -----------------------------------------------
 
 _BALLAST = "runway_ballast"
@@ -240,7 +244,8 @@ def _slot_wal(stack: Any) -> tuple[int, int]:
 
 def pause_and_write_wal(stack: Any) -> float:
     """Pause the connector (its slot stops advancing, still active), then write WAL in 8 MB steps until the slot
-    holds more than it has left, 8 MB beyond: CdcPostgresSlotRunwayShort's condition, far from losing WAL."""
+    holds more than it has left, 8 MB beyond, far from losing WAL: the runway alerts' gate. At the WAL rate of that
+    burst the runway is minutes, below the critical threshold, and the critical alert inhibits the warning one."""
     stack.connect.put(f"/connectors/{CONNECTOR}/pause")
     stack.source.sql(f"CREATE TABLE IF NOT EXISTS {_BALLAST} (id bigserial PRIMARY KEY, body text)")
     for _ in range(40):
@@ -276,14 +281,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS)),
     Scenario("slot-runway", "pause the connector through Connect REST while WAL is written: its slot holds more WAL "
              "than max_slot_wal_keep_size leaves, and the runway at the current WAL rate is short; resume",
-             "CdcPostgresSlotRunwayShort", {"slot": SLOT}, pause_and_write_wal, resume_connector),
+             "CdcPostgresSlotRunwayCritical", {"slot": SLOT}, pause_and_write_wal, resume_connector),
     Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows: "
              "progress and ETA while it runs, rows scanned = count(*) at the end",
              "", {}, _start_snapshot, lambda stack: None, check=check_snapshot),
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
-             "", {}, _add_column, lambda stack: stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_COLUMN}"),
-             check=check_schema_change),
+             "", {}, _add_column, _drop_column, check=check_schema_change),
 )}
 
 
