@@ -364,8 +364,13 @@ def _run_check(info: dict[str, Any], scenario: Scenario, say: Callable[[str], No
     _post(info["control"], f"/inject/{scenario.name}")
     try:
         report.checks = _ask(info["control"], f"/check/{scenario.name}")["check"]
-    finally:
-        _post(info["control"], f"/recover/{scenario.name}")
+    except Exception:
+        try:
+            _post(info["control"], f"/recover/{scenario.name}")
+        except Exception as again:  # the check's failure is the one to report
+            say(f"  recovering failed too: {again}")
+        raise
+    _post(info["control"], f"/recover/{scenario.name}")
     report.seconds = round(time.monotonic() - started, 1)
     for key, value in (report.checks or {}).items():
         say(f"    {key}: {value}")
