@@ -279,9 +279,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
              settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS)),
-    Scenario("slot-runway", "pause the connector through Connect REST while WAL is written: its slot holds more WAL "
-             "than max_slot_wal_keep_size leaves, and the runway at the current WAL rate is short; resume",
-             "CdcPostgresSlotRunwayCritical", {"slot": SLOT}, pause_and_write_wal, resume_connector),
     Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows: "
              "progress and ETA while it runs, rows scanned = count(*) at the end",
              "", {}, _start_snapshot, lambda stack: None, check=check_snapshot),
