@@ -297,6 +297,11 @@ class PostgresSourceConfig(_Strict):
     slots: NameFilter = Field(default_factory=NameFilter, description="Slots to report.")
     slot_servers: dict[str, str] = Field(default_factory=dict, description=(
         "Slot name -> Debezium server (topic.prefix): the `server` label that joins the slot to its connector."))
+    publications: NameFilter = Field(default_factory=NameFilter, description=(
+        "Publications whose tables get a row estimate (the tables a pgoutput connector captures, in `dbname`)."))
+    publication_servers: dict[str, str] = Field(default_factory=dict, description=(
+        "Publication name -> Debezium server (topic.prefix): the `server` label that joins a table's row estimate to "
+        "its connector's snapshot progress."))
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this source.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this source.")
 

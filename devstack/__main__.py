@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list_scenarios:
         for scenario in SCENARIOS.values():
-            print(f"{scenario.name:<16} {scenario.description} → {scenario.alert or 'no page'}")
+            print(f"{scenario.name:<16} {scenario.description} → {scenario.alert or 'no page: checked'}")
         return EXIT_OK
     if args.scenario:
         from devstack.scenarios import run_scenario

@@ -31,10 +31,16 @@ from devstack.demo_settings import (
     COMMIT_GROUP,
     CONNECTOR,
     DEMO_MIXIN,
+    PUBLICATION,
     QUERY,
     SCRAPE_INTERVAL,
     SERVER,
+    SIGNAL_TABLE,
     SLOT,
+    SLOT_KEEP_MB,
+    SNAPSHOT_CHUNK_ROWS,
+    SNAPSHOT_TABLE,
+    SNAPSHOT_TABLE_ROWS,
     STATE_FILE,
     STATUS_WINDOW_SAMPLES,
 )
@@ -128,6 +134,8 @@ class DemoStack:
         self.runbook_url = "http://127.0.0.1/runbook"
         """Where the alerts' runbook links point: the demo's control endpoint serves docs/runbook.md."""
         self.info: dict[str, Any] = {"state_dir": str(base), "metrics": f"http://127.0.0.1:{port}/metrics"}
+        self.scenario_baseline: dict[str, float] = {}
+        """Figures a scenario's inject reads for its check to compare against."""
 
     def _started(self, name: str, component: Any) -> Any:
         self.components.append((name, component))
@@ -149,7 +157,14 @@ class DemoStack:
         self.source = self._started("source", PostgresServer(base / "source", free_port()))
         self.source.start()
         self.source.sql("CREATE TABLE customers (id int PRIMARY KEY, name text, updated_at timestamptz DEFAULT now());"
-                        f"INSERT INTO customers SELECT g, 'customer ' || g, now() FROM generate_series(1, {self.rows}) g;")
+                        f"INSERT INTO customers SELECT g, 'customer ' || g, now() FROM generate_series(1, {self.rows}) g;"
+                        f"CREATE TABLE {SNAPSHOT_TABLE} (id int PRIMARY KEY, customer_id int, amount numeric(10, 2));"
+                        f"INSERT INTO {SNAPSHOT_TABLE} SELECT g, g % 997, g % 1000 / 10.0 "
+                        f"FROM generate_series(1, {SNAPSHOT_TABLE_ROWS}) g;"
+                        f"CREATE TABLE {SIGNAL_TABLE} (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
+                        "data varchar(2048));")
+        self.source.sql(f"ALTER SYSTEM SET max_slot_wal_keep_size = '{SLOT_KEEP_MB}MB'")  # not in a transaction
+        self.source.sql("SELECT pg_reload_conf()")
         self.target = self._started("target", PostgresServer(base / "target", free_port()))
         self.target.start()
         self.log(f"[2/{steps}] Apache Kafka 4 (KRaft) ...")
@@ -162,7 +177,10 @@ class DemoStack:
         self.broker = self._started("broker", KafkaBroker(base / "broker", netns=self.broker_host))
         self.broker.start()
         self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector ...")
-        properties = postgres_connector_properties(base, self.source.port, SERVER, "public.customers", slot=SLOT)
+        properties = postgres_connector_properties(base, self.source.port, SERVER, f"public.customers,{SNAPSHOT_TABLE},{SIGNAL_TABLE}",
+                                                   slot=SLOT)
+        properties.update({"signal.data.collection": SIGNAL_TABLE,
+                           "incremental.snapshot.chunk.size": str(SNAPSHOT_CHUNK_ROWS)})
         for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms",
                             "errors.max.retries"):
             properties.pop(engine_only)
@@ -186,7 +204,8 @@ class DemoStack:
             f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"
             f"    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
             f"postgres:\n  - name: source\n    timeout_seconds: 2\n    port: {self.source.port}\n"
-            f"    slot_servers: {{{SLOT}: {SERVER}}}\n", encoding="utf-8")
+            f"    slot_servers: {{{SLOT}: {SERVER}}}\n    publication_servers: {{{PUBLICATION}: {SERVER}}}\n",
+            encoding="utf-8")
         self.serve = self._started("serve", _Serve(self.config_file, self.port, base / "cdcwatch.log"))
         self.serve.start()
         self.log(f"[6/{steps}] Alertmanager and the webhook receiver ...")
@@ -295,7 +314,7 @@ def runbook_html() -> str:
 
 
 def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
-    """POST /inject/<scenario> and /recover/<scenario>: what `scripts/demo --scenario` asks for."""
+    """POST /inject/<scenario>, /check/<scenario> and /recover/<scenario>: what `scripts/demo --scenario` asks for."""
     from devstack.scenarios import SCENARIOS
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -313,18 +332,23 @@ def _control_server(stack: DemoStack) -> http.server.ThreadingHTTPServer:
 
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             parts = self.path.strip("/").split("/")
-            scenario = SCENARIOS.get(parts[1]) if len(parts) == 2 and parts[0] in ("inject", "recover") else None
-            if scenario is None:
+            scenario = (SCENARIOS.get(parts[1]) if len(parts) == 2 and parts[0] in ("inject", "recover", "check")
+                        else None)
+            if scenario is None or (parts[0] == "check" and scenario.check is None):
                 self.send_response(404)
                 self.end_headers()
                 return
             try:
-                at = (scenario.inject if parts[0] == "inject" else scenario.recover)(stack) or time.time()
+                if parts[0] == "check":  # what the user must see while the scenario runs (a scenario without an alert)
+                    assert scenario.check is not None
+                    answer: dict[str, Any] = {"at": time.time(), "check": scenario.check(stack)}
+                else:
+                    answer = {"at": (scenario.inject if parts[0] == "inject" else scenario.recover)(stack) or time.time()}
                 stack.info["pids"] = stack.pids()
                 _write_state(stack)
                 self.send_response(200)
                 self.end_headers()
-                self.wfile.write(json.dumps({"at": at}).encode())
+                self.wfile.write(json.dumps(answer).encode())
             except Exception as exc:  # the scenario client prints it
                 if parts[0] == "inject":  # a half-injected fault must not outlive the request
                     try:

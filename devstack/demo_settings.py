@@ -5,6 +5,17 @@ from __future__ import annotations
 SERVER = "demo"
 CHANGES_TOPIC = f"{SERVER}.public.customers"
 SLOT = "demo_slot"
+PUBLICATION = f"{SLOT}_pub"
+"""The connector's publication (publication.autocreate.mode filtered): cdcwatch's row estimates come from its tables."""
+SIGNAL_TABLE = "public.debezium_signal"
+"""Debezium's signal table (signal.data.collection): an `execute-snapshot` row starts an incremental snapshot."""
+SNAPSHOT_TABLE = "public.orders"
+"""A captured table no traffic writes: the `snapshot` scenario snapshots it again and counts its rows."""
+SNAPSHOT_TABLE_ROWS = 15000
+SNAPSHOT_CHUNK_ROWS = 500
+"""incremental.snapshot.chunk.size: 30 chunks of the orders table, so its incremental snapshot lasts several scrapes."""
+SLOT_KEEP_MB = 128
+"""The source's max_slot_wal_keep_size: the slot's safe_wal_size, and so its runway, is reported."""
 QUERY = "demo_apply"
 COMMIT_GROUP = "demo-apply"
 CONNECTOR = "demo-connector"

@@ -23,9 +23,13 @@ from devstack.demo_settings import (
     APPLY_LAG_THRESHOLD_SECONDS,
     APPLY_RATE,
     CHANGES_TOPIC,
+    CONNECTOR,
     DEMO_MIXIN,
     SCRAPE_INTERVAL,
     SERVER,
+    SIGNAL_TABLE,
+    SLOT,
+    SNAPSHOT_TABLE,
     STATUS_WINDOW_SAMPLES,
 )
 
@@ -49,6 +53,9 @@ class Scenario:
     """(stage, state) the demo pipeline's freshness state must take while the fault lasts."""
     quiet: tuple[str, ...] = ()
     """Alerts that must neither notify nor be pending once the pipeline flows again after the fault."""
+    check: Callable[[Any], dict[str, Any]] | None = None
+    """For a scenario without an alert (`alert` None): run in the demo between inject and recover, it checks what a
+    user must see and returns the figures it checked (an AssertionError says what did not hold)."""
 
 
 SLACK_SECONDS = 10.0
@@ -161,6 +168,164 @@ def _burst(stack: Any) -> None:
     stack.traffic.burst(APPLY_RATE * 40)
 
 
+# --- snapshot: an incremental snapshot through the signal table ------------------------------------------
+
+_SNAPSHOTTED = SNAPSHOT_TABLE
+
+
+def _scraped(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def _sample(values: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float | None:
+    found = [v for (n, ls), v in values.items() if n == name and set(labels.items()) <= ls]
+    return max(found) if found else None
+
+
+def _recorded(stack: Any, expr: str) -> float | None:
+    from cdcwatch.mixin.preview import PrometheusApi
+
+    result = PrometheusApi(stack.prometheus.url, timeout=5).query(expr)
+    return float(result[0]["value"][1]) if result else None
+
+
+def _start_snapshot(stack: Any) -> float:
+    """Signal an incremental snapshot of the orders table (the traffic writes customers meanwhile)."""
+    stack.scenario_baseline = {"rows_scanned": _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_snapshot_rows_scanned_total",
+                                                       server=SERVER, table=_SNAPSHOTTED) or 0.0}
+    data = json.dumps({"data-collections": [_SNAPSHOTTED], "type": "incremental"})
+    stack.source.sql(f"INSERT INTO {SIGNAL_TABLE} VALUES ('snapshot-{time.time_ns()}', 'execute-snapshot', '{data}')")
+    return time.time()
+
+
+def check_snapshot(stack: Any) -> dict[str, Any]:
+    """While the incremental snapshot runs (its RowsScanned restarted below what the initial snapshot left), the
+    recorded progress is below 1 with a scan rate and an ETA for the table and the connector; once Debezium says it
+    completed, the rows it scanned are the table's count(*)."""
+    from devstack.procs import wait_for
+
+    started = time.monotonic()
+    table = f'{{server="{SERVER}", table="{_SNAPSHOTTED}"}}'
+
+    def running() -> dict[str, float | None] | None:
+        scanned = _recorded(stack, f"max(cdcwatch_debezium_snapshot_rows_scanned_total{table})")
+        if scanned is None or scanned >= stack.scenario_baseline["rows_scanned"]:
+            return None  # Prometheus has not scraped the incremental snapshot yet
+        seen = {"progress_ratio": _recorded(stack, f"table:cdcwatch_debezium_snapshot_progress:ratio{table}"),
+                "eta_seconds": _recorded(stack, f"table:cdcwatch_debezium_snapshot_remaining_seconds:estimate{table}"),
+                "connector_eta_seconds": _recorded(
+                    stack, f'server:cdcwatch_debezium_snapshot_remaining_seconds:estimate{{server="{SERVER}"}}'),
+                "rows_per_second": _recorded(stack, f"table:cdcwatch_debezium_snapshot_rows_scanned:rate5m{table}")}
+        values = [v for v in seen.values() if v is not None]
+        return seen if len(values) == len(seen) and 0 < values[0] < 1 and all(v > 0 for v in values) else None
+
+    during = wait_for(running, 60, "snapshot progress below 1 with an ETA in Prometheus", interval=0.5)
+    metrics = stack.info["metrics"]
+    wait_for(lambda: _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_state", state="completed", server=SERVER) == 1,
+             120, "the incremental snapshot to complete", interval=0.5)
+    scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
+    counted = int(stack.source.sql(f"SELECT count(*) FROM {_SNAPSHOTTED}"))
+    assert scanned == counted, f"the snapshot scanned {scanned} rows of {_SNAPSHOTTED}; count(*) says {counted}"
+    return {**during, "rows_scanned_before": stack.scenario_baseline["rows_scanned"], "rows_scanned": scanned,
+            "count": counted, "seconds": round(time.monotonic() - started, 1)}
+
+
+# --- schema-change: a column added to a captured table while traffic flows --------------------------------
+
+_COLUMN = "tier"
+
+
+def _add_column(stack: Any) -> float:
+    stack.scenario_baseline = {"malformed": _sample(_scraped(stack.apply.metrics_url), "cdcwatch_spark_malformed_events_total") or 0.0,
+                               "erroneous": _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_erroneous_events_total",
+                                                    server=SERVER) or 0.0}
+    with stack.traffic.writing:  # no insert between reading the last id and the ALTER
+        stack.scenario_baseline["last_id"] = float(stack.source.sql("SELECT max(id) FROM customers"))
+        stack.source.sql(f"ALTER TABLE customers ADD COLUMN IF NOT EXISTS {_COLUMN} text DEFAULT 'standard'")
+    return time.time()
+
+
+def _target(stack: Any, statement: str) -> str:
+    return str(stack.target.sql(statement))
+
+
+def check_schema_change(stack: Any) -> dict[str, Any]:
+    """The pipeline keeps applying through the ALTER: a row the traffic inserts after it, and a row updated with a
+    value of the new column, reach the target with that column; rows not changed since keep their old shape (an
+    added column is not a change of every row: it is not backfilled); no event is malformed or erroneous, and the
+    connector's task still runs."""
+    from devstack.procs import wait_for
+
+    started = time.monotonic()
+    stack.source.sql(f"UPDATE customers SET {_COLUMN} = 'gold' WHERE id = (SELECT min(id) FROM customers)")
+    updated = stack.source.sql("SELECT min(id) FROM customers")
+    # every row reads the default in the source; only those written after the ALTER carry it in their events
+    inserted = wait_for(lambda: stack.source.sql(f"SELECT max(id) FROM customers WHERE id > "
+                                                 f"{int(stack.scenario_baseline['last_id'])}") or None,
+                        30, "the traffic to insert a row after the ALTER", interval=0.5)
+
+    def applied(row_id: str, value: str) -> bool:
+        return _target(stack, "SELECT row->>'tier' FROM cdcwatch_apply.rows WHERE table_id = 'postgres.public.customers' "
+                              f"AND row_key = '[[\"id\",{row_id}]]'") == value
+
+    wait_for(lambda: applied(updated, "gold") and applied(inserted, "standard"), 60,
+             f"rows {updated} (updated) and {inserted} (inserted) with their {_COLUMN} in the target", interval=0.5)
+    shapes = _target(stack, "SELECT count(*) FILTER (WHERE row ? 'tier') || ' ' || count(*) FILTER (WHERE NOT row ? 'tier') "
+                            "FROM cdcwatch_apply.rows WHERE table_id = 'postgres.public.customers' AND NOT deleted")
+    with_column, without = (int(n) for n in shapes.split())
+    assert with_column > 0 and without > 0, f"target rows with the column: {with_column}, without: {without}"
+    malformed = _sample(_scraped(stack.apply.metrics_url), "cdcwatch_spark_malformed_events_total") or 0.0
+    erroneous = _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_erroneous_events_total", server=SERVER) or 0.0
+    assert (malformed, erroneous) == (stack.scenario_baseline["malformed"], stack.scenario_baseline["erroneous"]), (
+        f"malformed events {stack.scenario_baseline['malformed']} -> {malformed}, "
+        f"erroneous {stack.scenario_baseline['erroneous']} -> {erroneous}")
+    status = stack.connect.get(f"/connectors/{CONNECTOR}/status")
+    assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
+    return {"updated_row": int(updated), "inserted_row": int(inserted), "target_rows_with_column": with_column,
+            "target_rows_without_column": without, "malformed_events": malformed, "erroneous_events": erroneous,
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def _drop_column(stack: Any) -> None:
+    stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_COLUMN}")
+
+
+# --- slot-runway: the connector paused while WAL is written -----------------------------------------------
+
+_BALLAST = "runway_ballast"
+"""A table no publication holds: its WAL is retained by the slot, never streamed."""
+
+
+def _slot_wal(stack: Any) -> tuple[int, int]:
+    retained, safe = stack.source.sql(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint || ' ' || safe_wal_size "
+        f"FROM pg_replication_slots WHERE slot_name = '{SLOT}'").split()
+    return int(retained), int(safe)
+
+
+def pause_and_write_wal(stack: Any) -> float:
+    """Pause the connector (its slot stops advancing, still active), then write WAL in 8 MB steps until the slot
+    holds more than it has left, 8 MB beyond, far from losing WAL: the runway alerts' gate. At the WAL rate of that
+    burst the runway is minutes, below the critical threshold, and the critical alert inhibits the warning one."""
+    stack.connect.put(f"/connectors/{CONNECTOR}/pause")
+    stack.source.sql(f"CREATE TABLE IF NOT EXISTS {_BALLAST} (id bigserial PRIMARY KEY, body text)")
+    for _ in range(40):
+        retained, safe = _slot_wal(stack)
+        if retained > safe + 8 * 1024 * 1024:
+            return time.time()
+        stack.source.sql(f"INSERT INTO {_BALLAST} (body) SELECT repeat('x', 1000) FROM generate_series(1, 8000)")
+    raise RuntimeError(f"the slot still holds {retained} bytes of WAL with {safe} left")
+
+
+def resume_connector(stack: Any) -> None:
+    stack.connect.put(f"/connectors/{CONNECTOR}/resume")
+    stack.source.sql(f"DROP TABLE IF EXISTS {_BALLAST}")
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("connector-crash",
              "kill -9 the Kafka Connect worker running the Debezium connector, then start it again: the changes "
@@ -185,6 +350,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "lag, no lag or freshness page, and the pipeline flows again",
              None, {}, restart_connect_with_replay, lambda stack: None,
              quiet=("CdcSparkApplyLagHigh", "CdcSparkFreshnessTooOld", "CdcPipelineStageSlow", "CdcPipelineStalled")),
+    Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows: "
+             "progress and ETA while it runs, rows scanned = count(*) at the end",
+             None, {}, _start_snapshot, lambda stack: None, check=check_snapshot),
+    Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
+             "applying and the target gets the new column's values",
+             None, {}, _add_column, _drop_column, check=check_schema_change),
 )}
 
 
@@ -201,6 +372,10 @@ class ScenarioReport:
     resolved_after: float | None = None
     notifications: list[dict[str, Any]] | None = None
     duplicates_counted: float | None = None
+    checks: dict[str, Any] | None = None
+    """What a scenario without an alert checked, with the figures (None: not checked)."""
+    seconds: float | None = None
+    """From inject to recovered (a scenario without an alert)."""
     restarts_counted: float | None = None
     states_seen: dict[str, str] | None = None
     """stage → the freshness state it took during the fault (the scenario's `states`)."""
@@ -210,7 +385,7 @@ class ScenarioReport:
     @property
     def ok(self) -> bool:
         if self.alert is None:
-            return self.flowing_after is not None
+            return self.checks is not None or self.flowing_after is not None
         return self.fired_after is not None and self.resolved_after is not None
 
 
@@ -241,12 +416,39 @@ def _matching(entries: list[dict[str, Any]], scenario: Scenario, status: str) ->
 
 def _post(control: str, path: str) -> float:
     """Ask the demo; returns when it acted."""
+    return float(_ask(control, path).get("at") or time.time())
+
+
+def _ask(control: str, path: str) -> dict[str, Any]:
     request = urllib.request.Request(control + path, data=b"", method="POST")
     try:
         with urllib.request.urlopen(request, timeout=180) as response:
-            return float(json.loads(response.read() or b"{}").get("at") or time.time())
+            answer: dict[str, Any] = json.loads(response.read() or b"{}")
+            return answer
     except urllib.error.HTTPError as exc:
         raise RuntimeError(f"the demo could not {path}: {exc.read().decode() or exc}") from None
+
+
+def _run_check(info: dict[str, Any], scenario: Scenario, say: Callable[[str], None]) -> ScenarioReport:
+    """Inject, let the demo check what must be seen, recover (also when the check failed)."""
+    report = ScenarioReport(scenario.name, "", 0.0)
+    say(f"{scenario.name}: {scenario.description}")
+    started = time.monotonic()
+    _post(info["control"], f"/inject/{scenario.name}")
+    try:
+        report.checks = _ask(info["control"], f"/check/{scenario.name}")["check"]
+    except Exception:
+        try:
+            _post(info["control"], f"/recover/{scenario.name}")
+        except Exception as again:  # the check's failure is the one to report
+            say(f"  recovering failed too: {again}")
+        raise
+    _post(info["control"], f"/recover/{scenario.name}")
+    report.seconds = round(time.monotonic() - started, 1)
+    for key, value in (report.checks or {}).items():
+        say(f"    {key}: {value}")
+    say(f"  checked and recovered in {report.seconds:.1f}s")
+    return report
 
 
 def _query(prometheus: str, expr: str) -> float | None:
@@ -280,6 +482,8 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
         urllib.request.urlopen(info["prometheus"] + "/-/ready", timeout=5).close()
     except (OSError, urllib.error.URLError):
         raise RuntimeError(f"the demo of {state.parent} is not running: start `scripts/demo` first") from None
+    if scenario.check is not None:
+        return _run_check(info, scenario, say)
     if scenario.alert is None:
         return _ride_out(info, scenario, say)
     waits = _alert_for(scenario.alert) + scenario.settle_seconds

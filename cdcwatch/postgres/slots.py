@@ -1,9 +1,10 @@
 """The `postgres` collector: per replication slot, whether it is active, how much WAL it retains,
 how far its consumer's confirmed flush lags, and since when it has not advanced; per source, the
 current WAL position (its slope is the WAL rate the slots' runway is measured against) and the size
-of the WAL directory.
+of the WAL directory; per table a publication holds (the tables a pgoutput connector captures), the
+planner's row estimate, which snapshot progress is measured against.
 
-Three read-only statements per scrape on a fresh connection under the source's deadline; a source
+Four read-only statements per scrape on a fresh connection under the source's deadline; a source
 that is down or slow gives `cdcwatch_up{collector="postgres"} 0`.
 """
 
@@ -19,7 +20,8 @@ import psycopg.errors
 from cdcwatch.config import PostgresSourceConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 
-__all__ = ["POSITION_QUERY", "SLOT_METRICS", "SLOTS_QUERY", "WAL_DIRECTORY_QUERY", "WAL_STATUSES", "ReplicationSlotCollector"]
+__all__ = ["POSITION_QUERY", "SLOT_METRICS", "SLOTS_QUERY", "TABLES_QUERY", "WAL_DIRECTORY_QUERY", "WAL_STATUSES",
+           "ReplicationSlotCollector"]
 
 log = logging.getLogger("cdcwatch.postgres")
 
@@ -40,6 +42,17 @@ SELECT pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn
 """
 """The current WAL position as a byte number (the position safe_wal_size is measured from)."""
 
+TABLES_QUERY = """
+SELECT p.pubname, current_database(), p.schemaname, p.tablename, c.reltuples::float8, s.n_live_tup
+FROM pg_publication_tables p
+JOIN pg_namespace n ON n.nspname = p.schemaname
+JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename
+LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
+ORDER BY 1, 3, 4
+"""
+"""Read-only: the tables of the connected database's publications with pg_class.reltuples (-1 from PostgreSQL 14
+on while the table was never vacuumed or analyzed) and the cumulative statistics' live-row count."""
+
 WAL_DIRECTORY_QUERY = "SELECT coalesce(sum(size), 0)::bigint FROM pg_ls_waldir()"
 """The WAL directory's size; pg_ls_waldir() needs superuser or pg_monitor, and the result is left out without."""
 
@@ -59,6 +72,11 @@ SLOT_METRICS = metric_specs(
     MetricSpec("cdcwatch_postgres_wal_directory_bytes", "gauge", (
         "Size of the files in the WAL directory (pg_ls_waldir(); absent where the role may not list it: grant "
         "pg_monitor).")),
+    MetricSpec("cdcwatch_postgres_table_rows_estimate", "gauge", (
+        "Estimated rows of a table a publication holds (an estimate, not a count): pg_class.reltuples as of the last "
+        "VACUUM/ANALYZE, or pg_stat_all_tables.n_live_tup while the table was never analyzed. `table` is "
+        "`schema.table`, Debezium's RowsScanned key; `server` comes from publication_servers."),
+        ("database", "table", "server")),
     MetricSpec("cdcwatch_postgres_replication_slots", "gauge", "Replication slots reported on the source."),
     MetricSpec("cdcwatch_postgres_replication_slot_active", "gauge", (
         "1 if a consumer is connected to the slot."),
@@ -108,6 +126,8 @@ class ReplicationSlotCollector:
         self.advanced: dict[str, tuple[str | None, float]] = {}
         self.wal_directory_denied = False
         """The WAL directory could not be listed (said once in the log, tried again every scrape)."""
+        self.tables_denied = False
+        """The publications' tables could not be read (a server without publications; said once in the log)."""
 
     def _connect(self, deadline: float) -> psycopg.Connection:
         password = self.source.password.get_secret_value() if self.source.password else None
@@ -126,6 +146,7 @@ class ReplicationSlotCollector:
             rows = connection.execute(SLOTS_QUERY).fetchall()
             wal_position = _one(connection.execute(POSITION_QUERY).fetchone())
             wal_directory = self._wal_directory(connection)
+            tables = self._tables(connection)
         now = time.time()
         slots = [_Slot(*row) for row in rows if self.source.slots.matches(row[0])]
         builder = FamilyBuilder()
@@ -151,8 +172,34 @@ class ReplicationSlotCollector:
             seen[slot.name] = (slot.confirmed_flush, since if position == slot.confirmed_flush else now)
             self._add(builder, "cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds", seen[slot.name][1], **where)
         self.advanced = seen
+        estimated = self._estimates(builder, tables)
         inactive = sum(not slot.active for slot in slots)
-        return Collection(builder.families(), f"{len(slots)} slots, {inactive} inactive")
+        return Collection(builder.families(), f"{len(slots)} slots, {inactive} inactive, {estimated} tables estimated")
+
+    def _estimates(self, builder: FamilyBuilder, rows: list[tuple[object, ...]]) -> int:
+        """One row estimate per (server, table) of the publications allowed; a table in two publications of one
+        server is reported once."""
+        done: set[tuple[str, str]] = set()
+        for publication, database, schema, table, reltuples, live in rows:
+            if not self.source.publications.matches(str(publication)):
+                continue
+            server, name = self.source.publication_servers.get(str(publication), ""), f"{schema}.{table}"
+            estimate = _estimate(reltuples, live)
+            if estimate is None or (server, name) in done:
+                continue
+            done.add((server, name))
+            self._add(builder, "cdcwatch_postgres_table_rows_estimate", estimate, database=str(database),
+                      table=name, server=server)
+        return len(done)
+
+    def _tables(self, connection: psycopg.Connection) -> list[tuple[object, ...]]:
+        try:
+            return connection.execute(TABLES_QUERY).fetchall()
+        except (*_NOT_PERMITTED, psycopg.errors.UndefinedTable) as exc:
+            if not self.tables_denied:
+                log.info("%s: no row estimates of published tables: %s", self.target, str(exc).strip())
+                self.tables_denied = True
+            return []
 
     def _wal_directory(self, connection: psycopg.Connection) -> int | None:
         try:
@@ -175,3 +222,14 @@ class ReplicationSlotCollector:
 def _one(row: tuple[object, ...] | None) -> int | None:
     value = row[0] if row else None
     return int(value) if isinstance(value, int) else None
+
+
+def _estimate(reltuples: object, live: object) -> float | None:
+    """reltuples once a VACUUM or ANALYZE counted rows; else (-1: never analyzed, from PostgreSQL 14 on; 0: never
+    analyzed before 14, or empty when analyzed) the cumulative statistics' live-row count, which counts the rows
+    inserted since."""
+    if isinstance(reltuples, (int, float)) and reltuples > 0:
+        return float(reltuples)
+    if isinstance(live, int) and live >= 0:
+        return float(live)
+    return 0.0 if reltuples == 0 else None

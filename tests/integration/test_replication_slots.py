@@ -222,3 +222,34 @@ def test_wal_position_and_the_runway_of_a_stopped_slot(postgres, stack_dir, serv
         postgres.sql(f"SELECT pg_drop_replication_slot('{RUNWAY_SLOT}')")
         postgres.sql("ALTER SYSTEM RESET max_slot_wal_keep_size")
         postgres.sql("SELECT pg_reload_conf()")
+
+
+def estimates(values) -> dict[tuple[str, str], float]:
+    return {(dict(labels)["server"], dict(labels)["table"]): v for (name, labels), v in values.items()
+            if name == "cdcwatch_postgres_table_rows_estimate"}
+
+
+def test_row_estimates_of_the_published_tables(postgres, serve_factory) -> None:
+    """Exactly the tables of the publications allowed, keyed as Debezium keys RowsScanned, each against count(*):
+    an analyzed table by its reltuples, a never-analyzed one (reltuples -1) by its live-row count."""
+    postgres.sql("DROP PUBLICATION IF EXISTS est_pub; DROP PUBLICATION IF EXISTS est_other;"
+                 "DROP TABLE IF EXISTS est_analyzed, est_fresh, est_unpublished;"
+                 "CREATE TABLE est_analyzed (id int PRIMARY KEY); CREATE TABLE est_fresh (id int PRIMARY KEY);"
+                 "CREATE TABLE est_unpublished (id int PRIMARY KEY);"
+                 "INSERT INTO est_analyzed SELECT generate_series(1, 1234); INSERT INTO est_fresh SELECT generate_series(1, 567);"
+                 "INSERT INTO est_unpublished SELECT generate_series(1, 89); ANALYZE est_analyzed;"
+                 "CREATE PUBLICATION est_pub FOR TABLE est_analyzed, est_fresh; CREATE PUBLICATION est_other FOR TABLE est_fresh")
+    try:
+        assert postgres.sql("SELECT reltuples FROM pg_class WHERE relname = 'est_fresh'") == "-1"
+        serve = serve_factory(f"postgres:\n  - name: source\n    port: {postgres.port}\n    timeout_seconds: 3\n"
+                              "    publications: {allow: ['est_.*'], deny: ['est_other']}\n"
+                              "    publication_servers: {est_pub: estsrv}\n")
+        counted = {("estsrv", f"public.{t}"): float(postgres.sql(f"SELECT count(*) FROM {t}"))
+                   for t in ("est_analyzed", "est_fresh")}
+        # the live-row count reaches the shared statistics within a second of the commit
+        wait_for(lambda: estimates(serve.scrape()) == counted, 30, f"the row estimates {counted}")
+        assert value(serve.scrape(), "cdcwatch_postgres_table_rows_estimate", table="public.est_fresh",
+                     database="postgres") == 567
+    finally:
+        postgres.sql("DROP PUBLICATION IF EXISTS est_pub; DROP PUBLICATION IF EXISTS est_other;"
+                     "DROP TABLE IF EXISTS est_analyzed, est_fresh, est_unpublished")

@@ -4,7 +4,7 @@ Debezium registers its streaming bean with Connected=false and no events while t
 runs, and its queue is full by design then: those rules stand down while `snapshot_running` is 1.
 """
 
-from cdcwatch.mixin.alerts.examples import DBZ, JVM, SLOT
+from cdcwatch.mixin.alerts.examples import DBZ, JVM, SLOT, SOURCE
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
@@ -36,6 +36,76 @@ RECORDINGS = (
               Case("paused counts as running", {f'{_STATE}{{{_SNAPSHOT},state="paused"}}': "1x40",
                                                 f'{_STATE}{{{_SNAPSHOT},state="running"}}': "0x40"},
                    labels=labels_of(DBZ), value=1)),
+)
+
+# Snapshot progress and ETA: the rows Debezium scanned per table (RowsScanned, key `schema.table`) against the
+# source's own row estimate of that table (cdcwatch_postgres_table_rows_estimate, same `table` and `server`). The
+# estimate's `target` is the database, not the connector's JVM: it joins on (job, instance, server, table) and the
+# results keep the connector's labels.
+_TABLE = "job, instance, target, plugin, server, table"
+_JOIN = "job, instance, server, table"
+_SOURCE_JOIN = "job, instance, server"
+_ROWS_ESTIMATE = "cdcwatch_postgres_table_rows_estimate"
+_ROWS_SCANNED = "cdcwatch_debezium_snapshot_rows_scanned_total"
+_ESTIMATE = f"max by ({_JOIN}) ({_ROWS_ESTIMATE}{{%(cdcwatch)s}})"
+_SCANNED = f'max by ({_TABLE}) ({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}})'
+_SCAN_RATE = "table:cdcwatch_debezium_snapshot_rows_scanned:rate5m"
+_ROWS_LEFT = "table:cdcwatch_debezium_snapshot_rows_remaining:estimate"
+_CONNECTOR_RATE = "server:cdcwatch_debezium_snapshot_rows_scanned:rate5m"
+_ORDERS = f'{DBZ},context="snapshot",table="public.orders"'
+_ORDERS_LABELS = labels_of(DBZ, 'table="public.orders"')
+_ORDERS_ESTIMATE = f'{_ROWS_ESTIMATE}{{{SOURCE},database="inventory",table="public.orders",server="inventory"}}'
+_CUSTOMERS_ESTIMATE = f'{_ROWS_ESTIMATE}{{{SOURCE},database="inventory",table="public.customers",server="inventory"}}'
+_SCANNING = {_ORDERS_ESTIMATE: "480000x40", f"{_ROWS_SCANNED}{{{_ORDERS}}}": "0+6000x40"}
+"""A snapshot a quarter through public.orders at 20m: 120,000 of an estimated 480,000 rows, 100 rows a second."""
+
+SNAPSHOT_PROGRESS = (
+    Recording(_SCAN_RATE, f'sum by ({_TABLE}) (rate({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}}[5m]))',
+              Case("6,000 rows a minute", _SCANNING, labels=_ORDERS_LABELS, value=100)),
+    # scanned / estimate, at most 1: a table that grew since its last ANALYZE scans past its estimate
+    Recording("table:cdcwatch_debezium_snapshot_progress:ratio",
+              f"clamp_max(\n  {_SCANNED}\n  / on ({_JOIN}) group_left ()\n  ({_ESTIMATE} > 0),\n1)",
+              Case("a quarter through", _SCANNING, labels=_ORDERS_LABELS, value=0.25)),
+    # an estimate: rows the source's estimate says are left to scan (0 once the table is done)
+    Recording(_ROWS_LEFT,
+              f"clamp_min(\n  {_ESTIMATE}\n  - on ({_JOIN}) group_right ()\n  {_SCANNED},\n0)",
+              Case("360,000 rows left", _SCANNING, labels=_ORDERS_LABELS, value=360000)),
+    # an estimate: those rows at the table's scan rate of the last 5 minutes
+    Recording("table:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
+              f"{_ROWS_LEFT}\n/ on ({_TABLE})\n  ({_SCAN_RATE} > 0)",
+              Case("360,000 rows left at 100 a second", _SCANNING, labels=_ORDERS_LABELS, value=3600)),
+    # Debezium 3.6 counts chunks (TableChunkCounts) for a chunked initial snapshot (snapshot.max.threads.multiplier),
+    # not for an incremental one, whose beans name only the chunk in progress
+    Recording("table:cdcwatch_debezium_snapshot_chunks_progress:ratio",
+              f"max by ({_TABLE}) (cdcwatch_debezium_incremental_snapshot_table_chunks_completed{{%(cdcwatch)s}})\n"
+              f"/ on ({_TABLE})\n  (max by ({_TABLE}) (cdcwatch_debezium_incremental_snapshot_table_chunks{{%(cdcwatch)s}}) > 0)",
+              Case("10 of 40 chunks", {f"cdcwatch_debezium_incremental_snapshot_table_chunks{{{_ORDERS}}}": "40x40",
+                                       f"cdcwatch_debezium_incremental_snapshot_table_chunks_completed{{{_ORDERS}}}": "10x40"},
+                   labels=_ORDERS_LABELS, value=0.25)),
+    Recording("server:cdcwatch_debezium_snapshot_progress:ratio",
+              f"clamp_max(\n  sum by ({_KEY}) ({_SCANNED})\n  / on ({_SOURCE_JOIN}) group_left ()\n"
+              f"  (sum by ({_SOURCE_JOIN}) ({_ESTIMATE}) > 0),\n1)",
+              Case("120,000 of an estimated 600,000 rows", {**_SCANNING, _CUSTOMERS_ESTIMATE: "120000x40"},
+                   labels=labels_of(DBZ), value=0.2)),
+    Recording("server:cdcwatch_debezium_snapshot_tables_progress:ratio",
+              f"1 - max by ({_KEY}) (cdcwatch_debezium_snapshot_remaining_tables{{%(cdcwatch)s}})\n"
+              f"/ on ({_KEY})\n  (max by ({_KEY}) (cdcwatch_debezium_snapshot_tables{{%(cdcwatch)s}}) > 0)",
+              Case("1 of 4 tables copied", {f'cdcwatch_debezium_snapshot_remaining_tables{{{_SNAPSHOT}}}': "3x40",
+                                            f'cdcwatch_debezium_snapshot_tables{{{_SNAPSHOT}}}': "4x40"},
+                   labels=labels_of(DBZ), value=0.25)),
+    Recording(_CONNECTOR_RATE, f"sum by ({_KEY}) ({_SCAN_RATE})",
+              Case("one table at 100 rows a second", _SCANNING, labels=labels_of(DBZ), value=100)),
+    # an estimate, while the connector's snapshot runs: the rows left of the tables it scanned, plus every captured
+    # table it has not started (counted whole), at the connector's rate of the last 5 minutes
+    Recording("server:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
+              f"(\n  sum by ({_SOURCE_JOIN}) ({_ROWS_LEFT})\n"
+              f"  + on ({_SOURCE_JOIN})\n  sum by ({_SOURCE_JOIN}) ({_ESTIMATE} unless on ({_JOIN}) {_ROWS_SCANNED}{{%(cdcwatch)s}})\n"
+              f"  or\n  sum by ({_SOURCE_JOIN}) ({_ROWS_LEFT})\n)\n"
+              f"/ on ({_SOURCE_JOIN}) group_right ()\n  ({_CONNECTOR_RATE} > 0)\n"
+              f"and on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)",
+              Case("360,000 rows left of orders and 60,000 of customers, not started, at 100 a second",
+                   {**_SCANNING, _CUSTOMERS_ESTIMATE: "60000x40", **_snapshot("running")},
+                   labels=labels_of(DBZ), value=4200)),
 )
 
 _NOT_SNAPSHOTTING = f"unless on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)"
@@ -204,4 +274,4 @@ ALERTS = (
     ),
 )
 
-GROUP = Group("cdcwatch-debezium", RECORDINGS, ALERTS)
+GROUP = Group("cdcwatch-debezium", RECORDINGS + SNAPSHOT_PROGRESS, ALERTS)

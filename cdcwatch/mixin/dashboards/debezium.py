@@ -5,6 +5,9 @@ from cdcwatch.mixin.dashboards.model import CONNECTED, DashboardSpec, PanelSpec,
 __all__ = ["DEBEZIUM"]
 
 _SEL = '%(cdcwatch)s, target=~"$target", server=~"$server"'
+_REC = '%(scope)s, target=~"$target", server=~"$server"'
+_ESTIMATED = "a snapshot ran and the postgres collector reports the captured tables' row estimates"
+_SCANNING = "a snapshot scanned rows in the last 5 minutes (and row estimates are reported)"
 
 DEBEZIUM = DashboardSpec(
     "cdcwatch-debezium", "CDC: Debezium connectors",
@@ -24,6 +27,31 @@ DEBEZIUM = DashboardSpec(
                       "rows and when a table completes).", "short",
                       (Query(f"max by (server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{{{_SEL}}})",
                              "{{server}} {{table}}"),), kind="bargauge"),
+            PanelSpec("Snapshot progress per table (estimate)", "Rows scanned against the source's own row estimate "
+                      "of each table (pg_class.reltuples), at most 1: a table that grew since its last ANALYZE reads 1 "
+                      "before it is done.", "percentunit",
+                      (Query(f"max by (server, table) (table:cdcwatch_debezium_snapshot_progress:ratio{{{_REC}}})",
+                             "{{server}} {{table}}", when=_ESTIMATED),), kind="bargauge"),
+            PanelSpec("Snapshot progress per connector", "Rows scanned of the estimated rows of every captured table, "
+                      "and tables copied of the tables the snapshot includes.", "percentunit",
+                      (Query(f"max by (server) (server:cdcwatch_debezium_snapshot_progress:ratio{{{_REC}}})",
+                             "{{server}} rows (estimate)", when=_ESTIMATED),
+                       Query(f"max by (server) (server:cdcwatch_debezium_snapshot_tables_progress:ratio{{{_REC}}})",
+                             "{{server}} tables", when="a snapshot ran since the connector started"))),
+            PanelSpec("Estimated time left", "An estimate: the rows the source's estimate says are left, at the scan "
+                      "rate of the last 5 minutes; per connector, tables not started count whole.", "s",
+                      (Query(f"max by (server) (server:cdcwatch_debezium_snapshot_remaining_seconds:estimate{{{_REC}}})",
+                             "{{server}}", when=_SCANNING),
+                       Query(f"max by (server, table) (table:cdcwatch_debezium_snapshot_remaining_seconds:estimate{{{_REC}}})",
+                             "{{server}} {{table}}", when=_SCANNING))),
+            PanelSpec("Rows scanned per second", "Snapshot scan rate per table over 5 minutes.", "cps",
+                      (Query(f"max by (server, table) (table:cdcwatch_debezium_snapshot_rows_scanned:rate5m{{{_REC}}} > 0)",
+                             "{{server}} {{table}}", when=_SCANNING),)),
+            PanelSpec("Snapshot chunks", "Chunks of each table a chunked initial snapshot (snapshot.max.threads."
+                      "multiplier) has copied, of its chunks (Debezium counts no chunks of an incremental snapshot).",
+                      "percentunit",
+                      (Query("max by (server, table) (table:cdcwatch_debezium_snapshot_chunks_progress:ratio"
+                             f"{{{_REC}}})", "{{server}} {{table}}", when="a chunked initial snapshot ran"),)),
             PanelSpec("Snapshot duration", "Time the snapshot has taken so far, paused time included.", "s",
                       (Query(f"max by (server) (cdcwatch_debezium_snapshot_duration_seconds{{{_SEL}}})", "{{server}}"),),
                       threshold=Threshold("snapshot_max_seconds")),
