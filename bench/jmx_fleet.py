@@ -28,8 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.jmx_peer import AGENT_RULES, fetch, p95, timed  # noqa: E402
-from bench.plots import save_timings  # noqa: E402
+from bench.jmx_peer import AGENT_RULES, fetch, p95, stop_all, timed, verdict  # noqa: E402
 from devstack.connect import ConnectWorker  # noqa: E402
 from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
@@ -133,20 +132,10 @@ def main() -> int:
             f"one scrape p50 <= {TARGET_SCRAPE_SECONDS * 1000:.0f} ms": serve_p50 <= TARGET_SCRAPE_SECONDS,
             f"RSS <= {TARGET_RSS_MIB:.0f} MiB": rss <= TARGET_RSS_MIB,
         }
-        for check, met in checks.items():
-            print(f"  {check}: {'MET' if met else 'NOT MET'}")
-        plot = save_timings("jmx_fleet", f"Debezium MBeans of {args.connectors} connectors in {args.jvms} Connect JVMs",
-                            {k: [t * 1000 for t in v] for k, v in timings.items()})
-        if plot:
-            print(f"  plot: {plot}")
-        return 0 if all(checks.values()) else 1
+        return verdict("jmx_fleet", f"Debezium MBeans of {args.connectors} connectors in {args.jvms} Connect JVMs",
+                       timings, checks)
     finally:
-        if serve is not None:
-            serve.terminate()
-            serve.wait(30)
-        for component in reversed(running):
-            component.stop()
-
+        stop_all(serve, running)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -90,6 +90,25 @@ def fetch(url: str) -> str:
         return response.read().decode()
 
 
+def verdict(name: str, title: str, timings: dict[str, list[float]], checks: dict[str, bool]) -> int:
+    """Print each target as met or not, plot the timings (seconds) in ms; the exit code."""
+    for check, met in checks.items():
+        print(f"  {check}: {'MET' if met else 'NOT MET'}")
+    plot = save_timings(name, title, {k: [t * 1000 for t in v] for k, v in timings.items()})
+    if plot:
+        print(f"  plot: {plot}")
+    return 0 if all(checks.values()) else 1
+
+
+def stop_all(serve: subprocess.Popen[bytes] | None, running: list) -> None:
+    """Stop `cdcwatch serve` and then the servers, last started first."""
+    if serve is not None:
+        serve.terminate()
+        serve.wait(30)
+    for component in reversed(running):
+        component.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--connectors", type=int, default=1, help="Debezium connectors in the one worker")
@@ -194,19 +213,9 @@ def main() -> int:
             f"RSS <= {TARGET_RSS_MIB:.0f} MiB": rss <= TARGET_RSS_MIB,
             "values equal": not mismatches,
         }
-        for check, met in checks.items():
-            print(f"  {check}: {'MET' if met else 'NOT MET'}")
-        plot = save_timings("jmx_peer", f"Debezium MBeans of {args.connectors} connector(s), one Connect JVM",
-                            {k: [t * 1000 for t in v] for k, v in timings.items()})
-        if plot:
-            print(f"  plot: {plot}")
-        return 0 if all(checks.values()) else 1
+        return verdict("jmx_peer", f"Debezium MBeans of {args.connectors} connector(s), one Connect JVM", timings, checks)
     finally:
-        if serve is not None:
-            serve.terminate()
-            serve.wait(30)
-        for component in reversed(running):
-            component.stop()
+        stop_all(serve, running)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 PLOTS = Path(__file__).resolve().parents[1] / "docs" / "bench"
 
 
-def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: str = "ms",
-                 target: float | None = None) -> Path | None:
-    """A box plot of each contender's timings (in `unit`), with the target as a line; None without matplotlib."""
+def _pyplot() -> Any:
+    """matplotlib's pyplot without a display; None (said once) without matplotlib."""
     try:
         import matplotlib
 
@@ -19,13 +19,10 @@ def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: s
         print("matplotlib is missing (pip install 'cdcwatch[preview]'): no plot written")
         return None
     PLOTS.mkdir(parents=True, exist_ok=True)
-    figure, axes = plt.subplots(figsize=(7, 3.5))
-    axes.boxplot(list(timings.values()), tick_labels=list(timings), vert=False)
-    if target is not None:
-        axes.axvline(target, color="tab:red", linestyle="--", label=f"target {target:g} {unit}")
-        axes.legend(loc="lower right")
-    axes.set_xlabel(unit)
-    axes.set_title(title)
+    return plt
+
+
+def _save(plt: Any, figure: Any, name: str) -> Path:
     figure.tight_layout()
     path = PLOTS / f"{name}.png"
     figure.savefig(path, dpi=100)
@@ -33,18 +30,28 @@ def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: s
     return path
 
 
+def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: str = "ms",
+                 target: float | None = None) -> Path | None:
+    """A box plot of each contender's timings (in `unit`), with the target as a line; None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    figure, axes = plt.subplots(figsize=(7, 3.5))
+    axes.boxplot(list(timings.values()), tick_labels=list(timings), vert=False)
+    if target is not None:
+        axes.axvline(target, color="tab:red", linestyle="--", label=f"target {target:g} {unit}")
+        axes.legend(loc="lower right")
+    axes.set_xlabel(unit)
+    axes.set_title(title)
+    return _save(plt, figure, name)
+
+
 def save_series(name: str, title: str, minutes: list[float], memory: dict[str, list[float]],
                 files: dict[str, list[float]], warmup: float | None = None) -> Path | None:
     """Memory (MiB) and open files of each process over time, the warm-up's end as a line; None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is missing (pip install 'cdcwatch[preview]'): no plot written")
+    plt = _pyplot()
+    if plt is None:
         return None
-    PLOTS.mkdir(parents=True, exist_ok=True)
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True, height_ratios=(2, 1))
     for label, values in memory.items():
         top.plot(minutes, values, marker=".", label=label)
@@ -59,8 +66,4 @@ def save_series(name: str, title: str, minutes: list[float], memory: dict[str, l
     bottom.set_ylabel("open files")
     bottom.set_xlabel("minutes (dotted: end of the warm-up)")
     top.set_title(title)
-    figure.tight_layout()
-    path = PLOTS / f"{name}.png"
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _save(plt, figure, name)
