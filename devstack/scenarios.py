@@ -295,6 +295,8 @@ def _drop_column(stack: Any) -> None:
 
 
 # --- slot-runway: the connector paused while WAL is written -----------------------------------------------
+# Not yet in SCENARIOS: live, which runway alert fires depends on how long the demo has run (the WAL rate's window
+# still holds the traffic before the pause), so its expected alert is not yet deterministic.
 
 _BALLAST = "runway_ballast"
 """A table no publication holds: its WAL is retained by the slot, never streamed."""
