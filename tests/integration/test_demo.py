@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from devstack.procs import port_open, wait_for
+from devstack.procs import StackError, port_open, wait_for
 from devstack.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ def start_demo(workdir: Path) -> tuple[subprocess.Popen, dict, Path]:
 
     def ready() -> bool:
         if process.poll() is not None:
-            raise AssertionError(f"the demo exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            raise StackError(f"the demo exited with {process.returncode}:\n{log.read_text()[-3000:]}")  # ends the wait
         return "ready:" in log.read_text()
 
     wait_for(ready, 400, "the demo to be ready", interval=1)
