@@ -40,7 +40,7 @@ from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_spec
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
 
 __all__ = ["CONNECTORS_PATH", "CONNECT_JMX_METRICS", "CONNECT_METRICS", "CONNECTOR_STATES", "MALFORMED_PARTS",
-           "MAX_BODY_BYTES", "PRODUCER_APP_INFO_PATTERN", "RESTART_REASONS", "ConnectCollector", "ConnectRestError",
+           "MAX_BODY_BYTES", "PRODUCER_APP_INFO_QUERIES", "RESTART_REASONS", "ConnectCollector", "ConnectRestError",
            "TaskRestarts", "debezium_plugin", "exception_class", "pipeline_identity", "server_name_conflicts",
            "task_producer"]
 
@@ -124,9 +124,11 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 RESTART_REASONS = ("jvm", "task")
 
-PRODUCER_APP_INFO_PATTERN = "kafka.producer:type=app-info,*"
+PRODUCER_APP_INFO_QUERIES = (("kafka.producer:type=app-info,id=*", ("StartTimeMs",)),
+                             ("kafka.producer:type=app-info,client-id=*", ("start-time-ms",)))
 """Every producer's `app-info` beans: `id=<client id>` (`StartTimeMs`) and, from the metrics reporter,
-`client-id=<client id>` (`start-time-ms`)."""
+`client-id=<client id>` (`start-time-ms`); each asked only for its own attribute (the metrics reporter logs a
+warning with a stack trace for every attribute a bean lacks)."""
 
 _DEBEZIUM_CLASS = re.compile(r"io\.debezium\.connector\.(\w+)\.")
 _PLUGIN_DOMAINS = {"postgresql": "postgres", "sqlserver": "sql_server"}
@@ -358,8 +360,9 @@ class ConnectCollector:
     def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:
         assert self.jmx is not None
         queries = connect_jmx_queries()
-        *by_type, producers, runtime = self.jmx.query_many([
-            *queries, (PRODUCER_APP_INFO_PATTERN, ("StartTimeMs", "start-time-ms")), (RUNTIME_BEAN, ("StartTime",))])
+        *by_type, by_id, by_client_id, runtime = self.jmx.query_many([
+            *queries, *PRODUCER_APP_INFO_QUERIES, (RUNTIME_BEAN, ("StartTime",))])
+        producers = by_id + by_client_id
         for bean in sorted((bean for beans in by_type for bean in beans), key=lambda b: b.name):
             self._bean(builder, bean, servers)
         jvm_started = jvm_start_time_seconds(runtime)
