@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cdcwatch.config import ConnectWorkerConfig
-from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_RULES, JMX_STATES, STATUS_RULES, connect_jmx_queries
+from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_JMX_QUERIES, CONNECT_RULES, JMX_STATES, STATUS_RULES
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
 
@@ -359,9 +359,8 @@ class ConnectCollector:
 
     def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:
         assert self.jmx is not None
-        queries = connect_jmx_queries()
         *by_type, by_id, by_client_id, runtime = self.jmx.query_many([
-            *queries, *PRODUCER_APP_INFO_QUERIES, (RUNTIME_BEAN, ("StartTime",))])
+            *CONNECT_JMX_QUERIES, *PRODUCER_APP_INFO_QUERIES, (RUNTIME_BEAN, ("StartTime",))])
         producers = by_id + by_client_id
         for bean in sorted((bean for beans in by_type for bean in beans), key=lambda b: b.name):
             self._bean(builder, bean, servers)

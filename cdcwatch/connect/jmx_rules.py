@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from cdcwatch.families import MetricSpec, metric_specs, referenced_specs
 
 __all__ = ["CONNECT_JMX_METRICS", "CONNECT_RULES", "JMX_STATES", "STATUS_RULES", "ConnectRule",
-           "connect_jmx_queries",
+           "CONNECT_JMX_QUERIES",
            "sources"]
 
 
@@ -121,12 +121,15 @@ def _bean_pattern(bean_type: str) -> str:
     return f"kafka.connect:type={bean_type},*"
 
 
-def connect_jmx_queries() -> list[tuple[str, tuple[str, ...]]]:
-    """One (pattern, attributes) query per bean type, asking each bean only for the attributes it has: Kafka's
-    JmxReporter logs a warning with a stack trace on the worker for every attribute a bean lacks, on every read."""
+def _connect_jmx_queries() -> list[tuple[str, tuple[str, ...]]]:
     wanted: dict[str, list[str]] = {}
     for rule in CONNECT_RULES:
         wanted.setdefault(rule.bean_type, []).append(rule.attribute)
     for bean_type in STATUS_RULES:
         wanted.setdefault(bean_type, []).append("status")
     return [(_bean_pattern(bean_type), tuple(dict.fromkeys(attributes))) for bean_type, attributes in wanted.items()]
+
+
+CONNECT_JMX_QUERIES = _connect_jmx_queries()
+"""One (pattern, attributes) query per bean type, asking each bean only for the attributes it has: Kafka's
+JmxReporter logs a warning with a stack trace on the worker for every attribute a bean lacks, on every read."""

@@ -161,8 +161,8 @@ class JpypeClient:
         with self._lock:
             try:
                 connection = self._connection or self._connect()
-                reads = [(index, name, jpype.JArray(jpype.JString)(list(attributes)))
-                         for index, (pattern, attributes) in enumerate(queries)
+                wanted = [jpype.JArray(jpype.JString)(list(attributes)) for _, attributes in queries]
+                reads = [(index, name, wanted[index]) for index, (pattern, _) in enumerate(queries)
                          for name in self._listed(connection, pattern)]
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cdcwatch-jmx")

@@ -6,6 +6,14 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from cdcwatch.spark.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class
+from cdcwatch.spark.stages import (
+    NEGATIVE_CODE,
+    STAGE_CODES,
+    STAGE_LATENCY_BUCKETS,
+    TIMESTAMP_TYPES,
+    stage_codes,
+    stage_sum,
+)
 from tests.integration.conftest import promtool_check
 
 
@@ -155,15 +163,6 @@ def test_exposition_passes_promtool() -> None:
 def stage(name: str, timestamp_type: str, latencies: list[float]) -> dict[str, object]:
     """The observed columns `instrument` makes of one measured stage's latencies: (bucket code, changes) pairs,
     a code maybe split over several pairs as partitions' histograms merge, and the sum in µs."""
-    from cdcwatch.spark.stages import (
-        NEGATIVE_CODE,
-        STAGE_CODES,
-        STAGE_LATENCY_BUCKETS,
-        TIMESTAMP_TYPES,
-        stage_codes,
-        stage_sum,
-    )
-
     offset = STAGE_CODES * TIMESTAMP_TYPES.index(timestamp_type) if timestamp_type else 0
     codes = [offset + (NEGATIVE_CODE if v < 0 else next((i for i, b in enumerate(STAGE_LATENCY_BUCKETS) if v <= b),
                                                         len(STAGE_LATENCY_BUCKETS))) for v in latencies]
