@@ -171,6 +171,7 @@ class ClusterReader:
             cluster.retention_refresh_seconds, retention_from.retention_settings.known if retention_from else None)
 
     def read(self, deadline: float) -> ClusterState:
+        listing = self.admin.list_consumer_groups(request_timeout=_left(deadline))  # in flight with the metadata
         metadata = self.admin.list_topics(timeout=_left(deadline))
         partitions = {name: len(topic.partitions) for name, topic in metadata.topics.items()
                       if topic.error is None and self.cluster.topics.matches(name)}
@@ -179,12 +180,17 @@ class ClusterReader:
             self.retention_settings.request(self.admin, partitions, deadline)
         starts = self._list_offsets(wanted, OffsetSpec.earliest(), deadline)
         ends = self._list_offsets(wanted, OffsetSpec.latest(), deadline)
-        names = self._group_names(deadline)
-        described = self.admin.describe_consumer_groups(names, request_timeout=_left(deadline)) if names else {}
+        listed = self._listed_groups(listing, deadline)
+        names = sorted(listed)
+        # an empty group has no members to describe: its listed state says all there is
+        to_describe = [name for name in names if listed[name] != "EMPTY"]
+        described = (self.admin.describe_consumer_groups(to_describe, request_timeout=_left(deadline))
+                     if to_describe else {})
         commits = {name: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(name)],
                                                                 request_timeout=_left(deadline))[name]
                    for name in names}
-        groups = [self._group(name, described.get(name), commits[name], partitions, deadline) for name in names]
+        groups = [self._group(name, listed[name], described.get(name), commits[name], partitions, deadline)
+                  for name in names]
         return ClusterState(partitions, _offsets(starts, deadline), _offsets(ends, deadline),
                             [group for group in groups if group.committed], time.time())
 
@@ -193,14 +199,18 @@ class ClusterReader:
             return {}
         return self.admin.list_offsets({tp: spec for tp in wanted}, request_timeout=_left(deadline))
 
-    def _group_names(self, deadline: float) -> list[str]:
-        listed = self.admin.list_consumer_groups(request_timeout=_left(deadline)).result(timeout=_left(deadline))
-        names = {group.group_id for group in listed.valid} | set(self.cluster.extra_groups)
-        return sorted(name for name in names if self.cluster.groups.matches(name))
+    def _listed_groups(self, listing: Future[Any], deadline: float) -> dict[str, str]:
+        """Group name → the state the listing gave (UNKNOWN where the broker gives none, and for `extra_groups`
+        it does not list)."""
+        listed = {group.group_id: group.state.name if group.state is not None else "UNKNOWN"
+                  for group in listing.result(timeout=_left(deadline)).valid}
+        for name in self.cluster.extra_groups:
+            listed.setdefault(name, "UNKNOWN")
+        return {name: state for name, state in listed.items() if self.cluster.groups.matches(name)}
 
-    def _group(self, name: str, description: Future[Any] | None, commits: Future[Any], partitions: dict[str, int],
-               deadline: float) -> GroupState:
-        state, members, assigned = "UNKNOWN", 0, set()
+    def _group(self, name: str, listed_state: str, description: Future[Any] | None, commits: Future[Any],
+               partitions: dict[str, int], deadline: float) -> GroupState:
+        state, members, assigned = listed_state, 0, set()
         if description is not None:
             try:
                 described = description.result(timeout=_left(deadline))

@@ -21,7 +21,7 @@ from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
 from cdcwatch.kafka.interpolation import EndOffsetHistory
-from cdcwatch.kafka.messages import MessageReader
+from cdcwatch.kafka.messages import At, MessageReader, NewestChange
 from cdcwatch.kafka.status import SEVERITY, ConsumerStatus, StatusWindow, WindowSample
 
 __all__ = ["GROUP_STATES", "KAFKA_METRICS", "KafkaCollector"]
@@ -113,7 +113,7 @@ GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EM
 Partition = tuple[str, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Row:
     """One group partition as reported this scrape."""
 
@@ -173,10 +173,11 @@ class KafkaCollector:
         state = self.reader.read(deadline)
         for where, end in state.end.items():
             self.history[where].add(state.read_at, end)
-        newest = self._newest_commit_times(state, deadline)
         rows = self._rows(state)
+        found = self.messages.read(self._pending_timestamps(rows), self._newest_offsets(state), deadline)
+        newest = self._newest_commit_times(found.newest)
         if self.cluster.lag_seconds:
-            self._lag_seconds(rows, state, deadline)
+            self._lag_seconds(rows, state, found.timestamps)
         self.reader.retention(state)  # the answers that arrived meanwhile
         self._runway(rows, state)
         self._statuses(rows, state.read_at)
@@ -188,12 +189,14 @@ class KafkaCollector:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def _newest_commit_times(self, state: ClusterState, deadline: float) -> dict[Partition, float]:
+    def _newest_offsets(self, state: ClusterState) -> list[At]:
         if not self.cluster.freshness:
-            return {}
-        wanted = [(t, p, end - 1) for (t, p), end in state.end.items() if end > state.start.get((t, p), 0)]
+            return []
+        return [(t, p, end - 1) for (t, p), end in state.end.items() if end > state.start.get((t, p), 0)]
+
+    def _newest_commit_times(self, found: dict[At, NewestChange]) -> dict[Partition, float]:
         times: dict[Partition, float] = {}
-        for (topic, partition, _), change in self.messages.newest_changes(wanted, deadline).items():
+        for (topic, partition, _), change in found.items():
             if change.server and topic not in self.topic_server:
                 self.topic_server[topic] = change.server
             if change.commit_time is not None:
@@ -213,9 +216,13 @@ class KafkaCollector:
                 rows.append(_Row(group, topic, partition, committed, max(lag, 0), margin=margin))
         return rows
 
-    def _lag_seconds(self, rows: list[_Row], state: ClusterState, deadline: float) -> None:
-        pending = [row for row in rows if row.committed is not None and row.lag > 0]
-        stamps = self.messages.timestamps_at([(r.topic, r.partition, r.committed or 0) for r in pending], deadline)
+    def _pending_timestamps(self, rows: list[_Row]) -> list[At]:
+        """The next message to consume wherever a group lags (its age is the lag in seconds)."""
+        if not self.cluster.lag_seconds:
+            return []
+        return [(r.topic, r.partition, r.committed) for r in rows if r.committed is not None and r.lag > 0]
+
+    def _lag_seconds(self, rows: list[_Row], state: ClusterState, stamps: dict[At, tuple[float, str] | None]) -> None:
         for row in rows:
             if row.committed is None:
                 continue
@@ -356,16 +363,18 @@ class KafkaCollector:
         status = family("cdcwatch_kafka_consumergroup_status_code", *where_keys)
         base = self._labels()
         servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
+        codes = {status: float(code) for status, code in SEVERITY.items()}
+        # values as floats: the text renderer's fast path
         for row in rows:
             where = {**base, "group": row.group.name, "topic": row.topic, "partition": str(row.partition)}  # where_keys
             with_server = {**where, "server": servers[row.topic]}
             if row.committed is not None:
-                committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", where, row.committed))
-            lag.append(Sample("cdcwatch_kafka_consumergroup_lag_messages", with_server, row.lag))
+                committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", where, float(row.committed)))
+            lag.append(Sample("cdcwatch_kafka_consumergroup_lag_messages", with_server, float(row.lag)))
             if row.lag_seconds is not None:
                 seconds.append(Sample("cdcwatch_kafka_consumergroup_lag_seconds", {**with_server, "method": row.method},
                                       row.lag_seconds))
-            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", where, SEVERITY[row.status]))
+            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", where, codes[row.status]))
 
     def close(self) -> None:
         self.messages.close()

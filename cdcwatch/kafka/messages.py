@@ -16,7 +16,7 @@ from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.events import EventDecodeError, decode
 from cdcwatch.kafka.cluster import client_settings
 
-__all__ = ["MessageReader", "NewestChange", "BoundedCache"]
+__all__ = ["At", "BoundedCache", "Lookup", "MessageReader", "NewestChange"]
 
 At = tuple[str, int, int]  # topic, partition, offset
 K = TypeVar("K")
@@ -55,6 +55,26 @@ class NewestChange:
 
 
 _NO_TIMESTAMP = (-1.0, "")
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What one `MessageReader.read` found (see there)."""
+
+    timestamps: dict[At, tuple[float, str] | None]
+    newest: dict[At, NewestChange]
+
+
+def _written(message: Message, topic: str) -> tuple[float, str]:
+    kind, stamp = message.timestamp()
+    if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0:
+        return stamp / 1000, "timestamp"
+    try:
+        emitted = decode(message.key(), message.value(), topic).emitted_time_ns
+    except EventDecodeError:
+        emitted = None
+    return (emitted / 1_000_000_000, "payload") if emitted else _NO_TIMESTAMP
+CONSUME_WAIT_SECONDS = 0.01
 SEEK_GAP = 500
 """Read through gaps up to this many messages between two wanted offsets of a partition; seek over longer ones."""
 
@@ -73,39 +93,32 @@ class MessageReader:
         self.reads: dict[str, int] = caches_from.reads if caches_from else {"cache": 0, "broker": 0}
         """Messages asked for, by where the answer came from (exported as a counter)."""
 
-    def timestamps_at(self, wanted: list[At], deadline: float) -> dict[At, tuple[float, str] | None]:
-        """When the message at each offset was written, in seconds, and how that is known.
+    def read(self, timestamps: list[At], newest: list[At], deadline: float) -> Lookup:
+        """What the messages at the wanted offsets say, from the caches or from one pass over the partitions.
 
-        `timestamp`: the broker's message timestamp. `payload`: where the broker keeps none (Kafka
-        < 0.10), a Debezium event's own `payload.ts_ms` (when the connector emitted it). None: neither.
-        Offsets not read before the deadline are left out.
+        `timestamps`: when the message at each offset was written, in seconds, and how that is known
+        (`timestamp`: the broker's message timestamp; `payload`: where the broker keeps none, Kafka
+        < 0.10, a Debezium event's own `payload.ts_ms`, when the connector emitted it; None: neither).
+        `newest`: the decoded source commit time and server of the message at each offset (a
+        partition's newest). Offsets not read before the deadline are left out.
         """
-        missing = [at for at in wanted if at not in self.timestamps]
-        self.reads["cache"] += len(wanted) - len(missing)
-        for at, message in self._fetch(missing, deadline).items():
-            kind, stamp = message.timestamp()
-            if kind != TIMESTAMP_NOT_AVAILABLE and stamp > 0:
-                self.timestamps.put(at, (stamp / 1000, "timestamp"))
-                continue
-            try:
-                emitted = decode(message.key(), message.value(), at[0]).emitted_time_ns
-            except EventDecodeError:
-                emitted = None
-            self.timestamps.put(at, (emitted / 1_000_000_000, "payload") if emitted else _NO_TIMESTAMP)
-        found = {at: self.timestamps.get(at) for at in wanted if at in self.timestamps}
-        return {at: (None if stamp == _NO_TIMESTAMP else stamp) for at, stamp in found.items()}
-
-    def newest_changes(self, wanted: list[At], deadline: float) -> dict[At, NewestChange]:
-        """The decoded source commit time and server of the message at each offset (a partition's newest)."""
-        missing = [at for at in wanted if at not in self.newest]
-        self.reads["cache"] += len(wanted) - len(missing)
-        for at, message in self._fetch(missing, deadline).items():
-            try:
-                event = decode(message.key(), message.value(), at[0])
-                self.newest.put(at, NewestChange(event.commit_time, event.server))
-            except EventDecodeError:
-                self.newest.put(at, NewestChange(None, None))
-        return {at: change for at in wanted if (change := self.newest.get(at)) is not None}
+        missing_stamps = [at for at in timestamps if at not in self.timestamps]
+        missing_newest = [at for at in newest if at not in self.newest]
+        self.reads["cache"] += len(timestamps) - len(missing_stamps) + len(newest) - len(missing_newest)
+        fetched = self._fetch(missing_stamps + missing_newest, deadline)
+        for at in missing_stamps:
+            if (message := fetched.get(at)) is not None:
+                self.timestamps.put(at, _written(message, at[0]))
+        for at in missing_newest:
+            if (message := fetched.get(at)) is not None:
+                try:
+                    event = decode(message.key(), message.value(), at[0])
+                    self.newest.put(at, NewestChange(event.commit_time, event.server))
+                except EventDecodeError:
+                    self.newest.put(at, NewestChange(None, None))
+        stamps = {at: None if stamp == _NO_TIMESTAMP else stamp
+                  for at in timestamps if (stamp := self.timestamps.get(at)) is not None}
+        return Lookup(stamps, {at: change for at in newest if (change := self.newest.get(at)) is not None})
 
     def _fetch(self, wanted: list[At], deadline: float) -> dict[At, Message]:
         """The messages at the wanted offsets that could be read before the deadline.
@@ -124,8 +137,9 @@ class MessageReader:
         got: dict[At, Message] = {}
         try:
             while plan and time.monotonic() < deadline:
-                batch = self.consumer.consume(num_messages=1000,
-                                              timeout=min(0.2, max(deadline - time.monotonic(), 0.01)))
+                # consume() waits for its whole timeout unless num_messages arrive: a short one ends the pass as
+                # soon as the last wanted message is in
+                batch = self.consumer.consume(num_messages=1000, timeout=CONSUME_WAIT_SECONDS)
                 for message in batch:
                     read_topic, read_partition = message.topic(), message.partition()
                     if read_topic is None or read_partition is None:

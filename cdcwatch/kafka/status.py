@@ -13,9 +13,8 @@
 from __future__ import annotations
 
 import enum
-import itertools
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ConsumerStatus", "WindowSample", "StatusWindow"]
 
@@ -33,8 +32,7 @@ SEVERITY = {ConsumerStatus.OK: 0, ConsumerStatus.WARN: 1, ConsumerStatus.STALL: 
 """Severity order (a topic's status is the worst of its partitions); also the exported status code."""
 
 
-@dataclass(frozen=True)
-class WindowSample:
+class WindowSample(NamedTuple):
     at: float
     committed: int
     lag: int
@@ -53,14 +51,23 @@ class StatusWindow:
             self.samples.popleft()
 
     def status(self, has_members: bool) -> ConsumerStatus:
-        samples = list(self.samples)
-        pairs = list(itertools.pairwise(samples))
-        if any(later.committed < earlier.committed for earlier, later in pairs):
-            return ConsumerStatus.REWIND
-        if len(samples) < 3 or samples[-1].lag == 0:
+        """One pass over the window (this runs for every group partition on every scrape)."""
+        samples = self.samples
+        if not samples:
             return ConsumerStatus.OK
-        if all(sample.committed == samples[0].committed for sample in samples):
+        first = previous = samples[0]
+        moved, lag_never_shrank = False, True
+        for sample in samples:
+            if sample.committed < previous.committed:
+                return ConsumerStatus.REWIND
+            moved = moved or sample.committed != first.committed
+            lag_never_shrank = lag_never_shrank and sample.lag >= previous.lag
+            previous = sample
+        last = previous
+        if len(samples) < 3 or last.lag == 0:
+            return ConsumerStatus.OK
+        if not moved:
             return ConsumerStatus.STALL if has_members else ConsumerStatus.STOP
-        if all(later.lag >= earlier.lag for earlier, later in pairs) and samples[-1].lag > samples[0].lag:
+        if lag_never_shrank and last.lag > first.lag:
             return ConsumerStatus.WARN
         return ConsumerStatus.OK
