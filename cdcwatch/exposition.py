@@ -30,6 +30,9 @@ _OPENMETRICS_SUFFIXES = ("_created", "_gsum", "_gcount")
 
 
 _NEG_INF = float("-inf")
+GZIP_LEVEL = 3
+"""Measured on 5.9 MB of kafka partition series: level 3 compresses in 15 ms to 250 kB, level 9 (gzip's default,
+and prometheus_client's) in 100 ms to 228 kB."""
 
 
 def _value(value: float) -> str:
@@ -158,7 +161,7 @@ def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
         output = encoder(source)
         headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = gzip.compress(output)
+            output = gzip.compress(output, compresslevel=GZIP_LEVEL)
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
         return [output]
