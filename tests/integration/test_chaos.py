@@ -1,5 +1,5 @@
 """The short form of bench/chaos.py on the demo pipeline: the Kafka Connect worker killed between two
-offset flushes (changes re-delivered), the Spark driver killed, cdcwatch killed, and the broker (in a
+offset flushes (changes re-delivered), the Spark driver killed, and the broker (in a
 network namespace of its own, every client reaching it through a veth link) cut off the network for 20 s,
 each under steady traffic. After each: the expected alert fired and resolved, the target equals the source
 row for row, every scrape of cdcwatch was answered within its deadline (a cut broker must not hang one),
