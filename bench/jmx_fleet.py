@@ -99,8 +99,13 @@ def main() -> int:
         wait_for(lambda: port_open(port), 60, "cdcwatch serve")
         serve_url = f"http://127.0.0.1:{port}/metrics"
 
+        answers: list[str] = []
+
         def scrape_serve() -> None:
-            samples = parse(fetch(serve_url))
+            answers.append(fetch(serve_url))  # checked after the timing: parsing here is not the scrape's cost
+
+        def check_serve() -> None:
+            samples = parse(answers.pop())
             down = [jvm for jvm in range(args.jvms)
                     if value(samples, "cdcwatch_up", collector="debezium", target=f"connect{jvm}") != 1]
             missing = [n for n in range(args.connectors)
@@ -113,11 +118,12 @@ def main() -> int:
         def scrape_agents() -> None:
             list(agents.map(fetch, agent_urls))
 
-        scrape_serve(), scrape_agents()  # warm-up: connections, first class loads
+        scrape_serve(), check_serve(), scrape_agents()  # warm-up: connections, first class loads
         timings: dict[str, list[float]] = {"cdcwatch serve /metrics (all targets)": [],
                                            "jmx_exporter agents /metrics (all, in parallel)": []}
         for _ in range(args.scrapes):  # interleaved: both see the same machine noise
             timings["cdcwatch serve /metrics (all targets)"].append(timed(scrape_serve))
+            check_serve()
             timings["jmx_exporter agents /metrics (all, in parallel)"].append(timed(scrape_agents))
         agents.shutdown()
 

@@ -163,8 +163,13 @@ def main() -> int:
             {"targets": [{"name": "connect", "jmx": {"host": "127.0.0.1", "port": worker.jmx_port}}]}))[0].collector
         collector.collect()  # warm-up: connection, first class loads
 
+        answers: list[str] = []
+
         def scrape_serve() -> None:
-            if value(parse(fetch(serve_url)), "cdcwatch_up", collector="debezium", target="connect") != 1:
+            answers.append(fetch(serve_url))  # checked after the timing: parsing here is not the scrape's cost
+
+        def check_serve() -> None:
+            if value(parse(answers.pop()), "cdcwatch_up", collector="debezium", target="connect") != 1:
                 raise RuntimeError("cdcwatch_up is not 1: the timed scrape did not reach the connector")
 
         fetch(serve_url), fetch(agent_url)
@@ -173,6 +178,7 @@ def main() -> int:
         for _ in range(args.scrapes):  # interleaved: all three see the same machine noise
             timings["cdcwatch collection (in process)"].append(timed(collector.collect))
             timings["cdcwatch serve /metrics"].append(timed(scrape_serve))
+            check_serve()
             timings["jmx_exporter agent /metrics"].append(timed(lambda: fetch(agent_url)))
 
         if args.profile:
