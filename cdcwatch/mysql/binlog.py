@@ -5,14 +5,14 @@ its sequence number, its size, when it was rotated (closed) and so when it expir
 measured against.
 
 Statements per scrape on a fresh connection under the source's deadline: `SHOW GLOBAL VARIABLES`,
-`SHOW BINARY LOGS` (the last binlog's size is the current write position) and a read of
-`information_schema.tables`. When a binlog was rotated is the start time of the binlog after it: the timestamp
-of that file's format description event, its first event, written when the server opened it. SQL shows no
-event times, so it is read the way a replica reads it: a non-blocking binlog dump (COM_BINLOG_DUMP) from
-position 4 of that file, closed after its first real event; once per file, then remembered. The server expires a binlog by its file's modification time, the moment it
-was closed, so the rotation time plus the expiry period is when the binlog becomes removable (at the server's
-next rotation or restart). The event timestamp is in whole seconds, rounded down: the expiry is at most a
-second early, never late.
+`SHOW BINARY LOGS` (the last binlog's size is the current write position) and a read of `information_schema.tables`. When a
+binlog was rotated is the start time of the binlog after it: the timestamp of that file's format description
+event, its first event, written when the server opened it. SQL shows no event times, so it is read the way a
+replica reads it: a non-blocking binlog dump (COM_BINLOG_DUMP) from position 4 of that file, closed after its
+first real event; once per file, then remembered. The server expires a binlog by its file's modification time,
+the moment it was closed, so the rotation time plus the expiry period is when the binlog becomes removable (at
+the server's next rotation or restart). The event timestamp is in whole seconds, rounded down: the expiry is at
+most a second early, never late.
 
 A source that is down or slow gives `cdcwatch_up{collector="mysql"} 0`; a server without a binary log gives
 `cdcwatch_mysql_binlog_enabled 0` and no binlog or table series; without the REPLICATION SLAVE privilege the
