@@ -328,7 +328,12 @@ class MysqlSourceConfig(_Strict):
     password: SecretStr | None = Field(None, description="Its password; use ${VAR}.")
     server: str = Field("", description=(
         "The Debezium server (topic.prefix) of the connector reading this source: the `server` label that joins the "
-        "binlogs to the connector's binlog file for the runway."))
+        "binlogs to the connector's binlog file for the runway, and the tables' row estimates to its snapshot progress."))
+    tables: NameFilter = Field(default_factory=NameFilter, description=(
+        "`database.table` names (the form of the connector's table.include.list) whose row estimate is reported "
+        "(information_schema.tables.table_rows of the tables the user may see; the system databases never)."))
+    max_tables: int = Field(1000, ge=1, description=(
+        "Cap on the tables estimated, the first in name order; the rest are left out (said once in the log)."))
     ssl_ca: str | None = Field(None, description="CA bundle: connect with TLS and verify the server against it.")
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this source.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this source.")

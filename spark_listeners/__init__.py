@@ -6,7 +6,8 @@ Attach in two lines:
     events = instrument(decode_events(kafka_records))
 
 The sink reports what it did with each batch through `listener.metrics.sink(query, SinkOutcome(...), batch_id)`;
-with `SinkOutcome.commits` (the new changes' `CommitSpread`) the apply lag leaves re-deliveries out.
+with `SinkOutcome.commits` (the new changes' `CommitSpread`) the apply lag, with `SinkOutcome.stages` (their latency
+by stage) the stage histograms leave re-deliveries out.
 """
 
 from cdcwatch.spark.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class

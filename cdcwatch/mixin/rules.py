@@ -90,9 +90,13 @@ def promtool_tests(config: MixinConfig, rule_file: str) -> dict[str, Any]:
     tests = [test for alert in ALERTS for test in _alert_tests(alert, config)]
     for recording in RECORDING_RULES:
         for example in (recording.example, *recording.more):
-            labels = example.labels or {}
-            sample = recording.record + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
             expr = recording.record
+            if example.labels is None:  # the rule records nothing from these series
+                tests.append(_test(f"{recording.record}: {example.why}", example,
+                                   [{"expr": expr, "eval_time": example.at, "exp_samples": []}], "promql_expr_test"))
+                continue
+            labels = example.labels
+            sample = recording.record + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
             if recording.match:
                 expr += "{" + ", ".join(f'{k}="{labels[k]}"' for k in recording.match) + f"}} == {exact(example.value)}"
             tests.append(_test(f"{recording.record}: {example.why}", example,

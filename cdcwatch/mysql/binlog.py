@@ -1,20 +1,22 @@
 """The `mysql` collector: per source, whether it writes a binary log, how long it keeps binlogs
 (`binlog_expire_logs_seconds`, on older servers `expire_logs_days`), the position it writes at, and per binlog
-its sequence number, its size, when it was rotated (closed) and so when it expires.
+its sequence number, its size, when it was rotated (closed) and so when it expires; per table of the source
+(the ones `tables` allows, system databases never), the server's row estimate, which snapshot progress is
+measured against.
 
-Statements per scrape on a fresh connection under the source's deadline: `SHOW GLOBAL VARIABLES` and
-`SHOW BINARY LOGS` (the last binlog's size is the current write position). When a binlog was rotated is the
-start time of the binlog after it: the timestamp of that file's format description event, its first event,
-written when the server opened it. SQL shows no event times, so it is read the way a replica reads it: a
-non-blocking binlog dump (COM_BINLOG_DUMP) from position 4 of that file, closed after its first real event;
-once per file, then remembered. The server expires a binlog by its file's modification time, the moment it
-was closed, so the rotation time plus the expiry period is when the binlog becomes removable (at the server's
-next rotation or restart). The event timestamp is in whole seconds, rounded down: the expiry is at most a
-second early, never late.
+Statements per scrape on a fresh connection under the source's deadline: `SHOW GLOBAL VARIABLES`,
+`SHOW BINARY LOGS` (the last binlog's size is the current write position) and a read of `information_schema.tables`. When a
+binlog was rotated is the start time of the binlog after it: the timestamp of that file's format description
+event, its first event, written when the server opened it. SQL shows no event times, so it is read the way a
+replica reads it: a non-blocking binlog dump (COM_BINLOG_DUMP) from position 4 of that file, closed after its
+first real event; once per file, then remembered. The server expires a binlog by its file's modification time,
+the moment it was closed, so the rotation time plus the expiry period is when the binlog becomes removable (at
+the server's next rotation or restart). The event timestamp is in whole seconds, rounded down: the expiry is at
+most a second early, never late.
 
 A source that is down or slow gives `cdcwatch_up{collector="mysql"} 0`; a server without a binary log gives
-`cdcwatch_mysql_binlog_enabled 0` and no binlog series; without the REPLICATION SLAVE privilege the binlogs
-are listed without rotation and expiry times (said once in the log).
+`cdcwatch_mysql_binlog_enabled 0` and no binlog or table series; without the REPLICATION SLAVE privilege the
+binlogs are listed without rotation and expiry times (said once in the log).
 """
 
 from __future__ import annotations
@@ -28,13 +30,29 @@ from typing import Any
 from cdcwatch.config import MysqlSourceConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 
-__all__ = ["BINLOG_METRICS", "VARIABLES_QUERY", "BinlogCollector", "expire_seconds", "file_number"]
+__all__ = ["BINLOG_METRICS", "TABLES_QUERY", "VARIABLES_QUERY", "BinlogCollector", "expire_seconds", "file_number"]
 
 log = logging.getLogger("cdcwatch.mysql")
 
 VARIABLES_QUERY = ("SHOW GLOBAL VARIABLES WHERE Variable_name IN "
-                   "('log_bin', 'binlog_expire_logs_seconds', 'expire_logs_days')")
-"""Read-only; binlog_expire_logs_seconds exists from MySQL 8.0 and MariaDB 10.6, expire_logs_days until MySQL 8.4."""
+                   "('log_bin', 'binlog_expire_logs_seconds', 'expire_logs_days', 'information_schema_stats_expiry')")
+"""Read-only; binlog_expire_logs_seconds exists from MySQL 8.0 and MariaDB 10.6, expire_logs_days until MySQL 8.4,
+information_schema_stats_expiry on MySQL 8 only."""
+
+TABLES_QUERY = """
+SELECT table_schema, table_name, table_rows
+FROM information_schema.tables
+WHERE table_type IN ('BASE TABLE', 'SYSTEM VERSIONED') AND table_rows IS NOT NULL
+  AND table_schema NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
+ORDER BY table_schema, table_name
+"""
+"""Read-only: the row estimate of every table the user may see outside the system databases (views and engines
+without an estimate have none). InnoDB's is the persistent statistics' row count: exact for a table small enough
+that ANALYZE TABLE samples all its pages, an estimate for a larger one."""
+
+_FRESH_STATISTICS = "SET SESSION information_schema_stats_expiry = 0"
+"""MySQL 8 answers information_schema.tables from a cache up to a day old (information_schema_stats_expiry); this
+session reads the storage engine's current statistics instead. MariaDB has no such cache (and no such variable)."""
 
 _COM_BINLOG_DUMP = 0x12
 _BINLOG_DUMP_NON_BLOCK = 1
@@ -67,6 +85,11 @@ BINLOG_METRICS = metric_specs(
     MetricSpec("cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", "gauge", (
         "When each rotated binlog expires: its rotation time plus the expiry period; from then on the server "
         "removes it at its next rotation or restart (absent while binlogs never expire)."), _FILE),
+    MetricSpec("cdcwatch_mysql_table_rows_estimate", "gauge", (
+        "Estimated rows of a table of the source (an estimate, not a count): information_schema.tables.table_rows, "
+        "for InnoDB the persistent statistics as of the last ANALYZE TABLE or automatic recalculation. `table` is "
+        "`database.table`, Debezium's RowsScanned key; the tables are those `tables` allows, at most `max_tables`."),
+        ("database", "table", "server")),
 )
 
 _NUMBER = re.compile(r"\.([0-9]+)$")
@@ -100,6 +123,8 @@ class BinlogCollector:
         self.dump_denied = False
         """Binlog dumps were refused (said once in the log; tried again for each new file)."""
         self.disabled_said = False
+        self.capped_said = False
+        """More tables than max_tables were allowed (said once in the log)."""
 
     def _connect(self, deadline: float) -> Any:
         try:
@@ -122,9 +147,14 @@ class BinlogCollector:
                 variables = {str(name).lower(): str(value) for name, value in cursor.fetchall()}
                 enabled = variables.get("log_bin", "OFF").upper() in ("ON", "1")
                 binlogs: list[tuple[str, int]] = []
-                if enabled:
+                tables: list[tuple[Any, ...]] = []
+                if enabled:  # without a binary log no connector captures a table
                     cursor.execute("SHOW BINARY LOGS")
                     binlogs = [(str(row[0]), int(row[1])) for row in cursor.fetchall()]
+                    if "information_schema_stats_expiry" in variables:
+                        cursor.execute(_FRESH_STATISTICS)
+                    cursor.execute(TABLES_QUERY)
+                    tables = list(cursor.fetchall())
         finally:
             connection.close()
         builder = FamilyBuilder()
@@ -157,7 +187,23 @@ class BinlogCollector:
                 if expire > 0:
                     self._add(builder, "cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", rotated + expire, file=name)
         total = sum(size for _, size in binlogs)
-        return Collection(builder.families(), f"{len(binlogs)} binlogs, {total} bytes, expire {expire:g}s")
+        estimated = self._estimates(builder, tables)
+        return Collection(builder.families(), f"{len(binlogs)} binlogs, {total} bytes, expire {expire:g}s, "
+                                              f"{estimated} tables estimated")
+
+    def _estimates(self, builder: FamilyBuilder, rows: list[tuple[Any, ...]]) -> int:
+        """One row estimate per table `tables` allows, the first `max_tables` in name order."""
+        allowed = [(str(schema), str(table), rows_estimate) for schema, table, rows_estimate in rows
+                   if self.source.tables.matches(f"{schema}.{table}")]
+        limit = self.source.max_tables
+        if len(allowed) > limit and not self.capped_said:
+            log.warning("%s: %d tables allowed, row estimates of the first %d only (max_tables); narrow `tables`",
+                        self.target, len(allowed), limit)
+            self.capped_said = True
+        for schema, table, rows_estimate in allowed[:limit]:
+            self._add(builder, "cdcwatch_mysql_table_rows_estimate", float(rows_estimate), database=schema,
+                      table=f"{schema}.{table}")
+        return min(len(allowed), limit)
 
     def _read_starts(self, names: list[str], deadline: float) -> None:
         """The start time of each binlog not read yet, while the deadline allows (the rest at the next scrape)."""

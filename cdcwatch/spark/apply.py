@@ -108,7 +108,7 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
 
     def apply_batch(batch: Any, batch_id: int) -> None:
         target.clear_batch(batch_id)
-        staged = batch.where(changes).select(*STAGED_COLUMNS)
+        staged = batch.where(changes).select("*", "stage_latency.*").select(*STAGED_COLUMNS)
         staged.foreachPartition(lambda rows: target.stage(batch_id, rows))
         outcome = target.merge(batch_id)
         listener.metrics.sink(query_name, outcome, batch_id)

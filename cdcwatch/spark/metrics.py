@@ -19,6 +19,9 @@ Latency by stage splits the way of every row change into four contiguous stages,
 `stage_latency` (vectorized over each Arrow batch); `instrument` counts the codes and sums the latencies
 in its `observe`; apply is added here from the batch's progress. A stage whose two ends come from
 different clocks can come out negative: it counts as 0 s and in `cdcwatch_spark_clock_skew_changes_total`.
+Where the sink reports the stages of the changes it took as new (`SinkOutcome.stages`, as `PostgresTarget`
+does), the histograms count those alone: a re-delivery after a connector restart, whose capture to queue spans
+the restart, never inflates them.
 """
 
 from __future__ import annotations
@@ -113,7 +116,8 @@ SPARK_METRICS = metric_specs(
         " produce (connector → the Kafka record's timestamp), queue (that timestamp → start of the micro-batch"
         " reading it), apply (batch start → batch end, the same for every change of the batch). `timestamp_type`"
         " (produce, queue): the record's timestamp is the producer's send (create_time) or the broker's append"
-        " (log_append_time). A negative stage (clock skew) counts as 0."),
+        " (log_append_time). A negative stage (clock skew) counts as 0. Where the sink reports which changes it"
+        " took as new (the reference PostgreSQL target does), re-deliveries are left out; else every change read."),
         ("query", "server", "stage", "timestamp_type")),
     MetricSpec("cdcwatch_spark_clock_skew_changes_total", "counter", (
         "Row changes whose stage came out negative (the clocks at its two ends disagree); counted as 0 s in"
@@ -182,12 +186,18 @@ class SinkOutcome:
     `commits`: the commit times of the changes it took as new (not duplicates). A sink that reports them (with
     the batch id, `SparkMetrics.sink`) makes the apply lag replay-aware: the batch's lag is measured on those
     alone, so a re-delivery after a connector restart never raises it. None: the lag is measured on every
-    change the batch read."""
+    change the batch read.
+
+    `stages`: the latency by stage of those new changes, keyed as `instrument` observes a batch: `changes` (how
+    many), `stage_codes(stage)` ((bucket code, changes) pairs of capture, produce, queue) and
+    `stage_sum(stage, timestamp_type)` (µs, negative ones as 0). Reported with the batch id, the stage
+    histograms count those changes alone; None: every change the batch read."""
 
     applied: int = 0     # changed the target
     duplicates: int = 0  # key + source position already applied (redelivered)
     stale: int = 0       # older than what the target holds (out of order); never overwrote it
     commits: CommitSpread | None = None
+    stages: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -258,7 +268,7 @@ class SparkMetrics:
 
     def __init__(self, clock: Any = time.time) -> None:
         self._queries: dict[str, QueryState] = {}
-        self._sink_commits: dict[tuple[str, int], CommitSpread] = {}
+        self._sink_reports: dict[tuple[str, int], SinkOutcome] = {}
         """(query, batch id) → what the sink reported of that batch's new changes, until its progress arrives."""
         self._lock = threading.Lock()
         self._clock = clock
@@ -292,19 +302,22 @@ class SparkMetrics:
             state.offsets_behind = _offsets_behind(progress.get("sources") or ())
             state.lost_offsets += _offsets_skipped(progress.get("sources") or ())
             state.last_progress = now
-            commits = self._reported_commits(name, progress.get("batchId"))
+            report = self._sink_report(name, progress.get("batchId"))
             if observed:
-                self._observed(state, observed, now, commits)
-                _apply_stage(state, progress, observed)
+                self._observed(state, observed, now, report.commits if report else None)
+                # the stages of the sink's new changes where it reports them, else of every change the batch read
+                staged = {**observed, **report.stages} if report and report.stages is not None else observed
+                _measured_stages(state, staged)
+                _apply_stage(state, progress, staged)
 
-    def _reported_commits(self, name: str, batch_id: Any) -> CommitSpread | None:
-        """What the sink reported of batch `batch_id`'s new changes (None: nothing), forgetting older batches."""
+    def _sink_report(self, name: str, batch_id: Any) -> SinkOutcome | None:
+        """What the sink reported of batch `batch_id` (None: nothing), forgetting older batches."""
         if not isinstance(batch_id, int):
             return None
-        commits = self._sink_commits.pop((name, batch_id), None)
-        for key in [k for k in self._sink_commits if k[0] == name and k[1] < batch_id]:
-            del self._sink_commits[key]
-        return commits
+        report = self._sink_reports.pop((name, batch_id), None)
+        for key in [k for k in self._sink_reports if k[0] == name and k[1] < batch_id]:
+            del self._sink_reports[key]
+        return report
 
     def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float,
                   commits: CommitSpread | None = None) -> None:
@@ -324,19 +337,19 @@ class SparkMetrics:
         low, high = observed.get("server_min"), observed.get("server_max")
         if low is not None:
             state.server = low if low == high else "mixed"
-        _measured_stages(state, observed)
 
     # fed by the sink ---------------------------------------------------------------------------------
     def sink(self, name: str, outcome: SinkOutcome, batch_id: int | None = None) -> None:
         """A sink's outcome of batch `batch_id` (in `foreachBatch`, before the batch's progress arrives): its counts,
-        and with `outcome.commits` and the batch id, the changes the batch's apply lag is measured on."""
+        and with `outcome.commits` / `outcome.stages` and the batch id, the changes the batch's apply lag / stage
+        histograms are measured on."""
         state = self.query(name)
         with self._lock:
             state.applied += outcome.applied
             state.duplicates += outcome.duplicates
             state.stale += outcome.stale
-            if outcome.commits is not None and batch_id is not None:
-                self._sink_commits[(name, batch_id)] = outcome.commits
+            if (outcome.commits is not None or outcome.stages is not None) and batch_id is not None:
+                self._sink_reports[(name, batch_id)] = outcome
 
     # prometheus_client collector ---------------------------------------------------------------------
     def describe(self) -> list[Metric]:

@@ -4,8 +4,8 @@ A batch is staged (COPY from the executors, one staging slice per batch id), the
 transaction on the driver:
 - an event whose table + row key + source position is in the ledger, or repeats within the batch,
   is a **duplicate** (an at-least-once re-delivery) and is not applied again;
-- the others are new: their commit times (`CommitSpread`) are what the batch's apply lag is measured on, so a
-  replay never raises it;
+- the others are new: their commit times (`CommitSpread`) are what the batch's apply lag is measured on, and
+  their latency by stage (`SinkOutcome.stages`) what the stage histograms count, so a replay raises neither;
 - of the new ones, the newest per row is upserted with `... DO UPDATE ... WHERE rows.position < excluded.position`,
   so an older event never overwrites newer state; one older than the target's row is **stale**.
 Deletes keep the row as `deleted` with its position, so a late re-delivery cannot resurrect it.
@@ -22,10 +22,14 @@ from typing import Any
 import psycopg
 
 from cdcwatch.spark.metrics import CommitSpread, SinkOutcome
+from cdcwatch.spark.stages import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
 
-__all__ = ["PostgresTarget", "STAGED_COLUMNS"]
+__all__ = ["PostgresTarget", "STAGED_COLUMNS", "STAGE_COLUMNS"]
 
-STAGED_COLUMNS = ("topic", "partition", "offset", "table_id", "row_key", "op", "position", "after", "commit_time")
+STAGE_COLUMNS = ("capture_us", "produce_us", "queue_us", "capture_code", "produce_code", "queue_code")
+"""The fields of a change's `stage_latency` (`spark_listeners.decode.STAGE_LATENCY_SCHEMA`), staged with it."""
+STAGED_COLUMNS = ("topic", "partition", "offset", "table_id", "row_key", "op", "position", "after", "commit_time",
+                  *STAGE_COLUMNS)
 
 _SCHEMA_SQL = """
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -40,8 +44,26 @@ CREATE INDEX IF NOT EXISTS applied_at ON {s}.applied (applied_at);
 CREATE UNLOGGED TABLE IF NOT EXISTS {s}.staging (
     batch_id bigint NOT NULL, topic text, partition int, kafka_offset bigint, table_id text NOT NULL,
     row_key text NOT NULL, op text NOT NULL, position text COLLATE "C" NOT NULL, row jsonb, commit_time float8);
+ALTER TABLE {s}.staging ADD COLUMN IF NOT EXISTS capture_us bigint, ADD COLUMN IF NOT EXISTS produce_us bigint,
+    ADD COLUMN IF NOT EXISTS queue_us bigint, ADD COLUMN IF NOT EXISTS capture_code int,
+    ADD COLUMN IF NOT EXISTS produce_code int, ADD COLUMN IF NOT EXISTS queue_code int;
 CREATE INDEX IF NOT EXISTS staging_batch ON {s}.staging (batch_id);
 """
+
+
+def _stages_sql() -> str:
+    """The new changes' latency by stage as one JSON object, keyed as `instrument` observes a batch: per stage the
+    (code, changes) pairs, per (stage, timestamp type) the sum of the latencies in µs, negative ones as 0."""
+    parts = ["'changes', (SELECT count(*) FROM fresh)"]
+    for stage in ("capture", "produce", "queue"):
+        parts.append(f"'{stage_codes(stage)}', (SELECT coalesce(jsonb_agg(jsonb_build_array(code, n)), '[]') FROM "
+                     f"(SELECT {stage}_code AS code, count(*) AS n FROM fresh WHERE {stage}_code IS NOT NULL GROUP BY 1) c)")
+    for stage, timestamp_type in MEASURED_STAGES:
+        kind = f" AND {stage}_code / {STAGE_CODES} = {TIMESTAMP_TYPES.index(timestamp_type)}" if timestamp_type else ""
+        parts.append(f"'{stage_sum(stage, timestamp_type)}', "
+                     f"(SELECT sum({stage}_us) FROM fresh WHERE {stage}_us > 0{kind})")
+    return "jsonb_build_object(\n    " + ",\n    ".join(parts) + ")"
+
 
 _MERGE_SQL = """
 WITH batch AS (
@@ -72,8 +94,12 @@ SELECT (SELECT count(*) FROM batch),
        (SELECT count(*) FROM upsert),
        (SELECT count(*) FROM ledger),
        (SELECT ARRAY[count(commit_time), min(commit_time), percentile_disc(0.01) WITHIN GROUP (ORDER BY commit_time),
-                     percentile_disc(0.5) WITHIN GROUP (ORDER BY commit_time), max(commit_time)] FROM fresh)
+                     percentile_disc(0.5) WITHIN GROUP (ORDER BY commit_time), max(commit_time)] FROM fresh),
+       {stages}
 """
+
+
+_STAGES_SQL = _stages_sql()
 
 
 @dataclass
@@ -92,24 +118,26 @@ class PostgresTarget:
         """COPY one partition of a batch's row changes (executor side)."""
         with psycopg.connect(self.dsn) as connection, connection.cursor() as cursor:
             with cursor.copy(f"COPY {self.schema}.staging (batch_id, topic, partition, kafka_offset, table_id, row_key, "
-                             "op, position, row, commit_time) FROM STDIN") as copy:
+                             f"op, position, row, commit_time, {', '.join(STAGE_COLUMNS)}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row((batch_id, *(row[c] for c in STAGED_COLUMNS)))
 
     def merge(self, batch_id: int) -> SinkOutcome:
         """Apply the staged batch in one transaction; say what happened to its events."""
         with psycopg.connect(self.dsn) as connection:
-            counts = connection.execute(_MERGE_SQL.format(s=self.schema), {"batch": batch_id}).fetchone()
+            counts = connection.execute(_MERGE_SQL.format(s=self.schema, stages=_STAGES_SQL),
+                                        {"batch": batch_id}).fetchone()
             if counts is None:
                 raise RuntimeError(f"merging batch {batch_id} returned no counts")
-            total, fresh, stale, _, _, spread = counts
+            total, fresh, stale, _, _, spread, stages = counts
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id <= %s", (batch_id,))
             if batch_id % 50 == 0:
                 connection.execute(f"DELETE FROM {self.schema}.applied WHERE applied_at < now() - %s * interval '1 second'",
                                    (self.ledger_retention_seconds,))
         changes, oldest, p01, p50, newest = spread
         commits = CommitSpread(int(changes), oldest, p01, p50, newest) if changes else CommitSpread()
-        return SinkOutcome(applied=fresh - stale, duplicates=total - fresh, stale=stale, commits=commits)
+        return SinkOutcome(applied=fresh - stale, duplicates=total - fresh, stale=stale, commits=commits,
+                           stages=stages)
 
     def clear_batch(self, batch_id: int) -> None:
         """Drop what an earlier, failed attempt of this batch staged."""

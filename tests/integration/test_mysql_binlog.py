@@ -1,7 +1,9 @@
 """The mysql collector and the binlog runway on a real MariaDB with a real Debezium MySQL connector.
 
-The collector's binlog list and sizes are checked against `SHOW BINARY LOGS` read by the test, and the rotation
-time of the connector's binlog against the test's clock around its `FLUSH BINARY LOGS`. Then, with a short
+The row estimate of the table the connector snapshots is checked against `count(*)` after `ANALYZE TABLE` and
+joined by the generated rules to the connector's snapshot progress. The collector's binlog list and sizes are
+checked against `SHOW BINARY LOGS` read by the test, and the rotation time of the connector's binlog against the
+test's clock around its `FLUSH BINARY LOGS`. Then, with a short
 `binlog_expire_logs_seconds` and the connector stopped on that binlog, the generated rules on a real Prometheus
 must count the runway down to the moment the test's clock says (rotation + expiry), the critical alert must fire
 before then, while the server still has the binlog, and resolve once the restarted connector has caught up; a
@@ -55,8 +57,11 @@ def streamed(connector: DebeziumProcess, key: tuple) -> bool:
 
 def test_binlog_runway_of_a_stopped_connector(mariadb, stack_dir, serve_factory) -> None:
     mariadb.root_sql("CREATE DATABASE IF NOT EXISTS binlogshop;"
-                     "CREATE TABLE IF NOT EXISTS binlogshop.items (id INT PRIMARY KEY);"
-                     "INSERT INTO binlogshop.items VALUES (1);")
+                     "CREATE TABLE IF NOT EXISTS binlogshop.items (id INT PRIMARY KEY) ENGINE=InnoDB;"
+                     "INSERT IGNORE INTO binlogshop.items VALUES (1);"
+                     "INSERT IGNORE INTO binlogshop.items SELECT seq FROM binlogshop.seq_101_to_160;"
+                     "ANALYZE TABLE binlogshop.items;")
+    rows = int(mariadb.root_sql("SELECT count(*) FROM binlogshop.items"))
     state = stack_dir / "dbz-binlog"
     properties = mysql_connector_properties(state, mariadb.port, mariadb.user, mariadb.password, SERVER, "binlogshop")
     properties["database.server.id"] = "5402"
@@ -80,6 +85,20 @@ def test_binlog_runway_of_a_stopped_connector(mariadb, stack_dir, serve_factory)
         # the connector follows a rotation onto binlog `needed` and streams a change from it
         wait_for(lambda: value(serve.scrape(), "cdcwatch_debezium_connected", target="binjvm", plugin="mysql") == 1,
                  90, f"the MySQL connector to stream (log {connector.log})")
+        # the source's row estimate of the snapshotted table: after ANALYZE TABLE, InnoDB sampled every page of so
+        # small a table, so it is count(*), and the rows the snapshot scanned
+        values = serve.scrape()
+        assert value(values, "cdcwatch_mysql_table_rows_estimate", target="maria", table="binlogshop.items",
+                     database="binlogshop", server=SERVER) == rows
+        assert value(values, "cdcwatch_debezium_snapshot_rows_scanned_total", target="binjvm",
+                     table="binlogshop.items") == rows
+        # the generated rules join the two: the connector's progress through that table, with the connector's labels
+        progress = f'table:cdcwatch_debezium_snapshot_progress:ratio{{server="{SERVER}", table="binlogshop.items"}}'
+        [joined] = wait_for(lambda: api.query(progress), 30, "the snapshot progress of binlogshop.items")
+        assert joined["metric"]["target"] == "binjvm" and joined["metric"]["plugin"] == "mysql"
+        assert float(joined["value"][1]) == 1
+        [left] = api.query(f'table:cdcwatch_debezium_snapshot_rows_remaining:estimate{{server="{SERVER}"}}')
+        assert (left["metric"]["table"], float(left["value"][1])) == ("binlogshop.items", 0)
         mariadb.root_sql("FLUSH BINARY LOGS")
         needed = max(binary_logs(mariadb))
         number = int(needed.rsplit(".", 1)[1])

@@ -168,3 +168,34 @@ def test_stage_histograms_match_the_timestamps_the_test_set_and_the_broker_wrote
                  for part in ("sum", "count")}
     assert durations["count"] >= 1 and apply["sum"] <= changes * durations["sum"], "apply outlasts the batches that ran"
     promtool_check(job.metrics())
+
+
+def test_re_deliveries_stay_out_of_the_stage_histograms(job, kafka) -> None:
+    """A connector restart's re-deliveries (the same changes again, an hour old by now) and one new change: the
+    reference sink takes only the new one as new and reports its stages, so the histograms count it alone."""
+    producer = Producer({"bootstrap.servers": kafka.bootstrap, "linger.ms": 0})
+    start = histogram(parse(job.metrics()), "apply")["count"]
+    now_ms = int(time.time() * 1000)
+    old = [change_event(SERVER, "created", 200 + i, now_ms - 3_600_000, now_ms - 3_599_000, 2000 + i) for i in range(3)]
+    for key, record in old:
+        producer.produce(CREATED, key=key, value=record, timestamp=now_ms)
+    producer.flush(10)
+    before = wait_for(lambda: (v := parse(job.metrics())) and histogram(v, "apply")["count"] >= start + len(old) and v,
+                      240, "the first delivery through the job", interval=0.5)
+    duplicates = value(before, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) or 0
+
+    now_ms = int(time.time() * 1000)
+    for key, record in old:  # the same records again: a replay of changes already applied
+        producer.produce(CREATED, key=key, value=record, timestamp=now_ms)
+    key, record = change_event(SERVER, "created", 300, now_ms - 250, now_ms, 3000)  # after them in the partition
+    producer.produce(CREATED, key=key, value=record, timestamp=now_ms)
+    producer.flush(10)
+    after = wait_for(lambda: (v := parse(job.metrics())) and
+                     histogram(v, "apply")["count"] >= histogram(before, "apply")["count"] + 1 and v,
+                     120, "the new change through the job", interval=0.2)
+    assert value(after, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == duplicates + len(old)
+    assert_histogram(delta(histogram(after, "capture"), histogram(before, "capture")), expected([250]), "capture")
+    assert_histogram(delta(histogram(after, "produce", "create_time"), histogram(before, "produce", "create_time")),
+                     expected([0]), "produce")
+    assert delta(histogram(after, "queue", "create_time"), histogram(before, "queue", "create_time"))["count"] == 1
+    assert delta(histogram(after, "apply"), histogram(before, "apply"))["count"] == 1

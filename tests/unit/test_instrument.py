@@ -142,3 +142,11 @@ def test_decode_events_without_kafka_timestamps_measures_capture_only(spark) -> 
                        "queue_code": None},
                       {"capture_us": 3000, "produce_us": None, "queue_us": None, "capture_code": 0, "produce_code": None,
                        "queue_code": None}]
+
+
+def test_the_target_stages_every_field_of_stage_latency() -> None:
+    """The reference sink stages a change's `stage_latency` fields by name: the same fields, in the same order."""
+    from cdcwatch.spark.target import STAGE_COLUMNS
+    from spark_listeners.decode import STAGE_LATENCY_SCHEMA
+
+    assert tuple(STAGE_LATENCY_SCHEMA.fieldNames()) == STAGE_COLUMNS

@@ -10,7 +10,7 @@ import pytest
 
 from cdcwatch.config import MysqlSourceConfig
 from cdcwatch.mysql import BinlogCollector
-from cdcwatch.mysql.binlog import expire_seconds, file_number
+from cdcwatch.mysql.binlog import TABLES_QUERY, expire_seconds, file_number
 
 
 class _Cursor:
@@ -97,3 +97,46 @@ def test_without_pymysql_the_source_is_down_with_the_reason(monkeypatch: pytest.
     collector = BinlogCollector(MysqlSourceConfig(name="maria", user="cdc"))
     with pytest.raises(RuntimeError, match=r"pip install 'cdcwatch\[mysql\]'"):
         collector.collect()
+
+
+def test_row_estimates_of_the_allowed_tables_up_to_the_cap(caplog: pytest.LogCaptureFixture) -> None:
+    answers = {"SHOW GLOBAL VARIABLES": [("log_bin", "ON")], "SHOW BINARY LOGS": [("bin.000001", 400)],
+               "\nSELECT table_schema": [("shop", "items", 1200), ("shop", "orders", 50), ("shop", "audit_log", 9),
+                                         ("stage", "load", 7)]}
+    source = MysqlSourceConfig(name="maria", user="cdc", server="orders", max_tables=2,
+                               tables={"allow": ["shop\\..*"], "deny": ["shop\\.audit_.*"]})
+    collector = BinlogCollector(source)
+    collector._connect = lambda deadline: _Connection(answers)  # type: ignore[method-assign]
+    collection = collector.collect()
+    estimates = {(s.labels["database"], s.labels["table"], s.labels["server"]): s.value for f in collection.families
+                 for s in f.samples if s.name == "cdcwatch_mysql_table_rows_estimate"}
+    # `database.table`, Debezium MySQL's RowsScanned key; the source's server joins it to the connector
+    assert estimates == {("shop", "shop.items", "orders"): 1200, ("shop", "shop.orders", "orders"): 50}
+    assert collection.summary.endswith("2 tables estimated")
+    assert "2 tables allowed" not in caplog.text  # the cap was not reached
+    collector.source = source.model_copy(update={"max_tables": 1})
+    samples = [s for f in collector.collect().families for s in f.samples if s.name == "cdcwatch_mysql_table_rows_estimate"]
+    assert [s.labels["table"] for s in samples] == ["shop.items"]  # the first in name order
+    assert "2 tables allowed, row estimates of the first 1 only" in caplog.text
+
+
+def test_mysql_8_reads_current_statistics_not_its_cache() -> None:
+    executed: list[str] = []
+
+    class Recording(_Cursor):
+        def execute(self, statement: str) -> None:
+            executed.append(statement)
+            super().execute(statement)
+
+    answers = {"SHOW GLOBAL VARIABLES": [("log_bin", "ON"), ("information_schema_stats_expiry", "86400")],
+               "SHOW BINARY LOGS": [("bin.000001", 400)]}
+    connection = _Connection(answers)
+    connection.cursor = lambda: Recording(answers)  # type: ignore[method-assign]
+    collector = BinlogCollector(MysqlSourceConfig(name="mysql8", user="cdc"))
+    collector._connect = lambda deadline: connection  # type: ignore[method-assign]
+    collector.collect()
+    assert executed.index("SET SESSION information_schema_stats_expiry = 0") < executed.index(TABLES_QUERY)
+    executed.clear()
+    answers["SHOW GLOBAL VARIABLES"] = [("log_bin", "ON")]  # MariaDB: no cache, no variable
+    collector.collect()
+    assert TABLES_QUERY in executed and not any(s.startswith("SET SESSION") for s in executed)

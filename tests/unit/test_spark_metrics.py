@@ -256,3 +256,32 @@ def test_bucket_codes_merged_from_partitions_add_up_per_timestamp_type() -> None
     assert create["sum"] == 7.0
     appended = buckets(metrics, "produce", "log_append_time")
     assert (appended["0.01"], appended["0.25"], appended["+Inf"], appended["sum"]) == (0, 1, 1, 0.1)
+
+
+def test_stage_histograms_leave_out_the_re_deliveries_the_sink_reports() -> None:
+    """Batch 7 reads 3 changes re-delivered after a connector restart (captured 300 s late, queued 400 s) and 2 new
+    ones: where the sink reports the stages of its new changes, the histograms count those 2 alone, apply
+    included; a batch of re-deliveries only adds nothing; a sink that reports nothing keeps counting every change."""
+    metrics = SparkMetrics(Clock(1001.0))
+    read = {**OBSERVED, "changes": 5, "batch_time": 1000.1,
+            **observed(stage("capture", "", [300.0, 300.0, 300.0, 0.2, 0.3]),
+                       stage("queue", "create_time", [400.0, 400.0, 400.0, 0.02, 0.03]))}
+    new = {"changes": 2, **observed(stage("capture", "", [0.2, 0.3]), stage("queue", "create_time", [0.02, 0.03]),
+                                    stage("produce", "create_time", []))}
+    metrics.sink("q", SinkOutcome(applied=2, duplicates=3, commits=CommitSpread.of([999.0, 999.5]), stages=new), 7)
+    metrics.progress("q", {**BATCH, "batchId": 7}, read)
+    assert buckets(metrics, "capture") == {"0.01": 0, "0.25": 1, "0.5": 2, "1.0": 2, "60.0": 2, "600.0": 2, "+Inf": 2,
+                                           "count": 2, "sum": pytest.approx(0.5), "skew": 0}
+    assert buckets(metrics, "queue", "create_time")["600.0"] == 2 and buckets(metrics, "queue", "create_time")["0.01"] == 0
+    assert buckets(metrics, "apply")["count"] == 2  # the batch's new changes, not the 5 it read
+
+    replay = {"changes": 0, **observed(stage("capture", "", []), stage("queue", "create_time", []))}
+    metrics.sink("q", SinkOutcome(duplicates=5, commits=CommitSpread.of([]), stages=replay), 8)
+    metrics.progress("q", {**BATCH, "batchId": 8}, read)
+    assert buckets(metrics, "capture")["count"] == 2 and buckets(metrics, "apply")["count"] == 2
+    assert buckets(metrics, "queue", "create_time")["sum"] == pytest.approx(0.05)
+
+    metrics.sink("q", SinkOutcome(applied=2, duplicates=3), 9)  # counts only: every change read is measured
+    metrics.progress("q", {**BATCH, "batchId": 9}, read)
+    assert buckets(metrics, "capture")["count"] == 7 and buckets(metrics, "apply")["count"] == 7
+    assert buckets(metrics, "capture")["600.0"] == 7

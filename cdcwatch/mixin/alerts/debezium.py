@@ -4,7 +4,7 @@ Debezium registers its streaming bean with Connected=false and no events while t
 runs, and its queue is full by design then: those rules stand down while `snapshot_running` is 1.
 """
 
-from cdcwatch.mixin.alerts.examples import DBZ, JVM, SLOT, SOURCE
+from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ, JVM, SLOT, SOURCE
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
@@ -38,16 +38,17 @@ RECORDINGS = (
                    labels=labels_of(DBZ), value=1)),
 )
 
-# Snapshot progress and ETA: the rows Debezium scanned per table (RowsScanned, key `schema.table`) against the
-# source's own row estimate of that table (cdcwatch_postgres_table_rows_estimate, same `table` and `server`). The
-# estimate's `target` is the database, not the connector's JVM: it joins on (job, instance, server, table) and the
-# results keep the connector's labels.
+# Snapshot progress and ETA: the rows Debezium scanned per table (RowsScanned, key `schema.table`, MySQL's
+# `database.table`) against the source's own row estimate of that table (cdcwatch_postgres_table_rows_estimate or
+# cdcwatch_mysql_table_rows_estimate, same `table` and `server`). The estimate's `target` is the database, not the
+# connector's JVM: it joins on (job, instance, server, table) and the results keep the connector's labels.
 _TABLE = "job, instance, target, plugin, server, table"
 _JOIN = "job, instance, server, table"
 _SOURCE_JOIN = "job, instance, server"
 _ROWS_ESTIMATE = "cdcwatch_postgres_table_rows_estimate"
+_MYSQL_ROWS_ESTIMATE = "cdcwatch_mysql_table_rows_estimate"
 _ROWS_SCANNED = "cdcwatch_debezium_snapshot_rows_scanned_total"
-_ESTIMATE = f"max by ({_JOIN}) ({_ROWS_ESTIMATE}{{%(cdcwatch)s}})"
+_ESTIMATE = (f"max by ({_JOIN}) ({_ROWS_ESTIMATE}{{%(cdcwatch)s}} or {_MYSQL_ROWS_ESTIMATE}{{%(cdcwatch)s}})")
 _SCANNED = f'max by ({_TABLE}) ({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}})'
 _SCAN_RATE = "table:cdcwatch_debezium_snapshot_rows_scanned:rate5m"
 _ROWS_LEFT = "table:cdcwatch_debezium_snapshot_rows_remaining:estimate"
@@ -58,6 +59,14 @@ _ORDERS_ESTIMATE = f'{_ROWS_ESTIMATE}{{{SOURCE},database="inventory",table="publ
 _CUSTOMERS_ESTIMATE = f'{_ROWS_ESTIMATE}{{{SOURCE},database="inventory",table="public.customers",server="inventory"}}'
 _SCANNING = {_ORDERS_ESTIMATE: "480000x40", f"{_ROWS_SCANNED}{{{_ORDERS}}}": "0+6000x40"}
 """A snapshot a quarter through public.orders at 20m: 120,000 of an estimated 480,000 rows, 100 rows a second."""
+_MYSQL = f'{JVM},plugin="mysql",server="orders"'
+_ITEMS = f'{_MYSQL},context="snapshot",table="shop.items"'
+_ITEMS_LABELS = labels_of(_MYSQL, 'table="shop.items"')
+_ITEMS_ESTIMATE = f'{_MYSQL_ROWS_ESTIMATE}{{{BINLOG_SOURCE},database="shop",table="shop.items"}}'
+_MYSQL_SCANNING = {_ITEMS_ESTIMATE: "96000x40", f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}
+"""The same on MySQL: 24,000 of shop.items' estimated 96,000 rows at 20m, 20 rows a second."""
+_EMPTY = {_ORDERS_ESTIMATE: "0x40", f"{_ROWS_SCANNED}{{{_ORDERS}}}": "0x40"}
+"""A table the source estimates empty (never analyzed, or analyzed empty): no ratio, no ETA."""
 
 SNAPSHOT_PROGRESS = (
     Recording(_SCAN_RATE, f'sum by ({_TABLE}) (rate({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}}[5m]))',
@@ -65,15 +74,25 @@ SNAPSHOT_PROGRESS = (
     # scanned / estimate, at most 1: a table that grew since its last ANALYZE scans past its estimate
     Recording("table:cdcwatch_debezium_snapshot_progress:ratio",
               f"clamp_max(\n  {_SCANNED}\n  / on ({_JOIN}) group_left ()\n  ({_ESTIMATE} > 0),\n1)",
-              Case("a quarter through", _SCANNING, labels=_ORDERS_LABELS, value=0.25)),
+              Case("a quarter through", _SCANNING, labels=_ORDERS_LABELS, value=0.25),
+              more=(Case("a quarter through, by the MySQL estimate", _MYSQL_SCANNING, labels=_ITEMS_LABELS, value=0.25),
+                    Case("a table estimated empty: no ratio", _EMPTY),
+                    Case("no estimate of the table: no ratio", {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}))),
     # an estimate: rows the source's estimate says are left to scan (0 once the table is done)
     Recording(_ROWS_LEFT,
               f"clamp_min(\n  {_ESTIMATE}\n  - on ({_JOIN}) group_right ()\n  {_SCANNED},\n0)",
-              Case("360,000 rows left", _SCANNING, labels=_ORDERS_LABELS, value=360000)),
+              Case("360,000 rows left", _SCANNING, labels=_ORDERS_LABELS, value=360000),
+              more=(Case("72,000 rows left, by the MySQL estimate", _MYSQL_SCANNING, labels=_ITEMS_LABELS, value=72000),
+                    Case("no estimate of the table: nothing left to say",
+                         {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}))),
     # an estimate: those rows at the table's scan rate of the last 5 minutes
     Recording("table:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
               f"{_ROWS_LEFT}\n/ on ({_TABLE})\n  ({_SCAN_RATE} > 0)",
-              Case("360,000 rows left at 100 a second", _SCANNING, labels=_ORDERS_LABELS, value=3600)),
+              Case("360,000 rows left at 100 a second", _SCANNING, labels=_ORDERS_LABELS, value=3600),
+              more=(Case("72,000 rows left at 20 a second, by the MySQL estimate", _MYSQL_SCANNING,
+                         labels=_ITEMS_LABELS, value=3600),
+                    Case("a table that no longer scans: no ETA", {
+                        _ITEMS_ESTIMATE: "96000x40", f"{_ROWS_SCANNED}{{{_ITEMS}}}": "24000x40"}))),
     # Debezium 3.6 counts chunks (TableChunkCounts) for a chunked initial snapshot (snapshot.max.threads.multiplier),
     # not for an incremental one, whose beans name only the chunk in progress
     Recording("table:cdcwatch_debezium_snapshot_chunks_progress:ratio",
@@ -86,7 +105,11 @@ SNAPSHOT_PROGRESS = (
               f"clamp_max(\n  sum by ({_KEY}) ({_SCANNED})\n  / on ({_SOURCE_JOIN}) group_left ()\n"
               f"  (sum by ({_SOURCE_JOIN}) ({_ESTIMATE}) > 0),\n1)",
               Case("120,000 of an estimated 600,000 rows", {**_SCANNING, _CUSTOMERS_ESTIMATE: "120000x40"},
-                   labels=labels_of(DBZ), value=0.2)),
+                   labels=labels_of(DBZ), value=0.2),
+              more=(Case("24,000 of an estimated 120,000 rows, by the MySQL estimates", {
+                  **_MYSQL_SCANNING,
+                  f'{_MYSQL_ROWS_ESTIMATE}{{{BINLOG_SOURCE},database="shop",table="shop.tags"}}': "24000x40"},
+                  labels=labels_of(_MYSQL), value=0.2),)),
     Recording("server:cdcwatch_debezium_snapshot_tables_progress:ratio",
               f"1 - max by ({_KEY}) (cdcwatch_debezium_snapshot_remaining_tables{{%(cdcwatch)s}})\n"
               f"/ on ({_KEY})\n  (max by ({_KEY}) (cdcwatch_debezium_snapshot_tables{{%(cdcwatch)s}}) > 0)",
@@ -105,7 +128,14 @@ SNAPSHOT_PROGRESS = (
               f"and on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)",
               Case("360,000 rows left of orders and 60,000 of customers, not started, at 100 a second",
                    {**_SCANNING, _CUSTOMERS_ESTIMATE: "60000x40", **_snapshot("running")},
-                   labels=labels_of(DBZ), value=4200)),
+                   labels=labels_of(DBZ), value=4200),
+              more=(Case("72,000 rows left of shop.items and 12,000 of shop.tags, not started, at 20 a second", {
+                  **_MYSQL_SCANNING,
+                  f'{_MYSQL_ROWS_ESTIMATE}{{{BINLOG_SOURCE},database="shop",table="shop.tags"}}': "12000x40",
+                  **{f'{_STATE}{{{_MYSQL},context="snapshot",state="{s}"}}': "1x200" if s == "running" else "0x200"
+                     for s in ("running", "completed")}},
+                  labels=labels_of(_MYSQL), value=4200),
+                    Case("the snapshot is done: no ETA", {**_SCANNING, **_snapshot("completed")}))),
 )
 
 _NOT_SNAPSHOTTING = f"unless on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)"

@@ -43,7 +43,8 @@ class Recording:
     """Labels that pick the samples a case checks: then the test evaluates `record{those labels of the case} ==
     value` and expects exactly the case's sample (a state set: one state 1, the others 0)."""
     more: tuple[Case, ...] = field(default_factory=tuple)
-    """Further examples, each with its one expected sample."""
+    """Further examples, each with its one expected sample, or none where the case's `labels` are None (the
+    rule records nothing from those series)."""
 
 
 @dataclass(frozen=True)
