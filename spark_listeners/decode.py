@@ -41,7 +41,8 @@ EVENT_SCHEMA = StructType([
     StructField("topic", StringType()),
     StructField("partition", IntegerType()),
     StructField("offset", LongType()),
-    StructField("kind", StringType()),          # data, heartbeat, schema_change, transaction, tombstone, malformed
+    StructField("kind", StringType()),          # data, heartbeat, watermark (TiCDC), schema_change, transaction,
+                                                # tombstone, malformed
     StructField("op", StringType()),            # c u d r t m
     StructField("server", StringType()),        # topic.prefix
     StructField("table_id", StringType()),
@@ -61,6 +62,9 @@ _NAMES = [field.name for field in EVENT_SCHEMA.fields]
 _ROW_NAMES = _NAMES[:-1]
 """What `_row` makes of one record; `stage_latency` comes from the whole batch."""
 _ROW_CHANGES = [op.value for op in ROW_OPS]
+WATERMARK = "watermark"
+"""The `kind` of a TiCDC WATERMARK (the event model's kind `data`, op `m`): every change before its commit_ts was
+sent, so its commit time proves how far the source is caught up, like a heartbeat."""
 _BOUNDS_US = [round(bound * 1e6) for bound in STAGE_LATENCY_BUCKETS]
 
 
@@ -72,7 +76,8 @@ def _row(record: dict[str, Any]) -> tuple[Any, ...]:
     except EventDecodeError as error:
         return (topic, partition, offset, "malformed", None, None, None, None, None, None, None, None, 1,
                 error.reason[:200], *kafka)
-    return (topic, partition, offset, event.kind.value, event.op.value if event.op else None, event.server,
+    kind = WATERMARK if event.is_watermark else event.kind.value
+    return (topic, partition, offset, kind, event.op.value if event.op else None, event.server,
             str(event.table) if event.table else None,
             json.dumps(event.key, separators=(",", ":"), default=str) if event.key is not None else None,
             event.position.sortable() if event.position else None, event.commit_time,

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 from cdcwatch.events import ROW_OPS
 from cdcwatch.spark.stages import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
+from spark_listeners.decode import WATERMARK
 
 __all__ = ["OBSERVATION", "ROW_CHANGES", "instrument"]
 
@@ -48,7 +49,8 @@ def _observations() -> list[Column]:
         F.max(commit).alias("newest_commit"),
         percentiles.getItem(0).alias("p01_commit"),
         percentiles.getItem(1).alias("p50_commit"),
-        F.max(F.when(F.col("kind") == "heartbeat", F.col("emitted_time"))).alias("newest_heartbeat"),
+        F.max(F.when(F.col("kind") == "heartbeat", F.col("emitted_time"))
+              .when(F.col("kind") == WATERMARK, F.col("commit_time"))).alias("newest_heartbeat"),
         F.min("server").alias("server_min"),
         F.max("server").alias("server_max"),
         *_stage_latencies(),

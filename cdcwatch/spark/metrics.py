@@ -100,7 +100,8 @@ SPARK_METRICS = metric_specs(
         "Source commit time of the newest applied change."),
         _QS),
     MetricSpec("cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds", "gauge", (
-        "Emit time of the newest Debezium heartbeat applied."),
+        "Emit time of the newest Debezium heartbeat applied; for TiCDC, the commit time of the newest WATERMARK "
+        "applied (every change before it was sent)."),
         _QS),
     MetricSpec("cdcwatch_spark_freshness_seconds", "gauge", (
         "End-to-end freshness: age of the newest applied change or heartbeat, at scrape time; grows while "

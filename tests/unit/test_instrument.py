@@ -150,3 +150,31 @@ def test_the_target_stages_every_field_of_stage_latency() -> None:
     from spark_listeners.decode import STAGE_LATENCY_SCHEMA
 
     assert tuple(STAGE_LATENCY_SCHEMA.fieldNames()) == STAGE_COLUMNS
+
+
+def test_a_ticdc_watermark_is_idle_evidence_by_its_commit_time(spark) -> None:
+    """A TiCDC WATERMARK (the protocol document's example, its commit_ts set 2 s before the Kafka timestamp) says
+    every change before it was sent: the batch's newest heartbeat is its commit time. A TiCDC row change in the
+    same batch, later than it, is no such evidence."""
+    from spark_listeners.decode import EVENT_SCHEMA, WATERMARK
+    from spark_listeners.instrument import _observations
+    from tests.seed_examples import seed_example
+
+    ticdc = "003_7c7f64400a859d22.txt"
+    kafka_ms = 1_795_304_600_000
+    watermark = json.loads(seed_example(ticdc, '"commit_ts": 3')[0])
+    watermark["payload"]["source"]["commit_ts"] = (kafka_ms - 2000) << 18  # TSO: physical ms << 18
+    change = json.loads(seed_example(ticdc, '"op": "u"')[0])
+    change["payload"]["source"]["commit_ts"] = (kafka_ms - 500) << 18
+    records = [{"topic": topic, "partition": 0, "offset": offset, "key": json.dumps(key).encode(),
+                "value": json.dumps(value).encode(), "timestamp": kafka_ms / 1000, "timestampType": 0}
+               for offset, (topic, key, value) in enumerate([
+                   ("ticdc-watermarks", json.loads(seed_example(ticdc, '"name": "test_cluster.watermark.Key"')[0]),
+                    watermark),
+                   ("ticdc.test.table1", json.loads(seed_example(ticdc, '"name": "test_cluster.test.table1.Key"')[0]),
+                    change)])]
+    rows = decode(records, kafka_ms / 1000 + 1.0)
+    assert [(row[3], row[4]) for row in rows] == [(WATERMARK, "m"), ("data", "u")]
+    observed = spark.createDataFrame(rows, EVENT_SCHEMA).agg(*_observations()).collect()[0].asDict()
+    assert observed["newest_heartbeat"] == (kafka_ms - 2000) / 1000
+    assert observed["newest_commit"] == (kafka_ms - 500) / 1000

@@ -6,7 +6,7 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
 
 - `capture` (source → connector): moving while Debezium's events-seen counters rise; stalled when they do
   not while the replication slot's unconfirmed WAL grows (the source writes); idle when the slot keeps up with
-  the WAL position, or a heartbeat passed through the whole pipeline recently.
+  the WAL position, or a heartbeat (TiCDC: a WATERMARK) passed through the whole pipeline recently.
 - `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics; stalled
   when they do not while messages wait; idle when every group is at the end offsets.
 - `apply` (Spark): moving while the job reads row changes (replayed duplicates included); stalled when it does
