@@ -238,19 +238,36 @@ def _progress_recorded(stack: Any, start: float, end: float) -> list[tuple[float
 
 
 def check_snapshot(stack: Any) -> dict[str, Any]:
-    """The snapshot, paused after its first chunk, is below 1 with a scan rate and an ETA for the table and the
-    connector in Prometheus (a range query over the snapshot so far: any evaluation where all of them held; the
-    pause makes sure there are some). Then it is resumed; once Debezium says it completed, the rows it scanned
-    are the table's count(*)."""
+    """The snapshot, paused after its first chunk (and after one more at a time while Prometheus has seen no rise),
+    is below 1 with a scan rate and an ETA for the table and the connector in Prometheus (a range query over the
+    snapshot so far: any evaluation where all of them held; the pause makes sure there are some). Then it is
+    resumed; once Debezium says it completed, the rows it scanned are the table's count(*)."""
     from devstack.procs import wait_for
 
     started, since = time.monotonic(), stack.scenario_baseline["signalled"]
-    held = wait_for(lambda: _progress_recorded(stack, since, time.time()), 60,
-                    "snapshot progress below 1 with a scan rate and an ETA in Prometheus", interval=1)
-    paused_scanned = _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_snapshot_rows_scanned_total",
+    metrics, interval = stack.info["metrics"], float(SCRAPE_INTERVAL.rstrip("s"))
+    stepped: list[float] = []
+
+    def recorded() -> list[tuple[float, dict[str, float]]] | None:
+        held = _progress_recorded(stack, since, time.time())
+        if held:
+            return held
+        # A rate needs the rows scanned to rise between two scrapes. After a worker restart the table's RowsScanned
+        # series starts with this snapshot, so its first chunk alone shows none: once Prometheus has scraped the
+        # paused count, one more chunk is let through (resume and pause in one transaction: Debezium reads a chunk
+        # when it resumes, then pauses again).
+        now = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
+        seen = _query(stack.prometheus.url, f'max(cdcwatch_debezium_snapshot_rows_scanned_total{{server="{SERVER}", '
+                                            f'table="{_SNAPSHOTTED}"}})')
+        if now and seen == now and time.monotonic() - max(stepped, default=0.0) > 2 * interval and len(stepped) < 5:
+            _signal(stack, ("resume-snapshot", {"type": "incremental"}), ("pause-snapshot", {"type": "incremental"}))
+            stepped.append(time.monotonic())
+        return None
+
+    held = wait_for(recorded, 60, "snapshot progress below 1 with a scan rate and an ETA in Prometheus", interval=1)
+    paused_scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total",
                              server=SERVER, table=_SNAPSHOTTED)
     _resume_snapshot(stack)
-    metrics = stack.info["metrics"]
     wait_for(lambda: _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_state", state="completed", server=SERVER) == 1,
              120, "the incremental snapshot to complete", interval=0.5)
     scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
@@ -259,7 +276,8 @@ def check_snapshot(stack: Any) -> dict[str, Any]:
     figures = held[0][1]
     held = _progress_recorded(stack, since, time.time()) or held  # over the whole snapshot
     return {**{k: round(v, 3) for k, v in figures.items()}, "evaluations_in_progress": len(held),
-            "rows_scanned_before": stack.scenario_baseline["rows_scanned"], "rows_scanned_while_paused": paused_scanned,
+            "rows_scanned_before": stack.scenario_baseline["rows_scanned"], "chunks_let_through": len(stepped),
+            "rows_scanned_while_paused": paused_scanned,
             "rows_scanned": scanned, "count": counted, "seconds": round(time.monotonic() - started, 1)}
 
 
