@@ -189,52 +189,96 @@ def _sample(values: dict[tuple[str, frozenset[tuple[str, str]]], float], name: s
     return max(found) if found else None
 
 
-def _recorded(stack: Any, expr: str) -> float | None:
-    from cdcwatch.mixin.preview import PrometheusApi
-
-    result = PrometheusApi(stack.prometheus.url, timeout=5).query(expr)
-    return float(result[0]["value"][1]) if result else None
+def _signal(stack: Any, *signals: tuple[str, dict[str, Any]]) -> None:
+    """Insert Debezium signals into the signal table, in one transaction: the connector reads them in this order."""
+    rows = ", ".join(f"('{kind}-{time.time_ns()}-{i}', '{kind}', '{json.dumps(data)}')" for i, (kind, data) in enumerate(signals))
+    stack.source.sql(f"INSERT INTO {SIGNAL_TABLE} VALUES {rows}")
 
 
 def _start_snapshot(stack: Any) -> float:
-    """Signal an incremental snapshot of the orders table (the traffic writes customers meanwhile)."""
+    """Signal an incremental snapshot of the orders table and, in the same transaction, its pause: Debezium reads
+    the first chunk when it reads the execute-snapshot signal, then pauses before the next one. The snapshot stays
+    at its first chunk (SNAPSHOT_CHUNK_ROWS of SNAPSHOT_TABLE_ROWS rows) until the check resumes it, however fast
+    or loaded the machine (the traffic writes customers meanwhile)."""
     stack.scenario_baseline = {"rows_scanned": _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_snapshot_rows_scanned_total",
-                                                       server=SERVER, table=_SNAPSHOTTED) or 0.0}
-    data = json.dumps({"data-collections": [_SNAPSHOTTED], "type": "incremental"})
-    stack.source.sql(f"INSERT INTO {SIGNAL_TABLE} VALUES ('snapshot-{time.time_ns()}', 'execute-snapshot', '{data}')")
-    return time.time()
+                                                       server=SERVER, table=_SNAPSHOTTED) or 0.0, "resumed": 0.0}
+    _signal(stack, ("execute-snapshot", {"data-collections": [_SNAPSHOTTED], "type": "incremental"}),
+            ("pause-snapshot", {"type": "incremental"}))
+    stack.scenario_baseline["signalled"] = time.time()
+    return stack.scenario_baseline["signalled"]
+
+
+def _resume_snapshot(stack: Any) -> None:
+    if not stack.scenario_baseline.get("resumed"):
+        stack.scenario_baseline["resumed"] = time.time()
+        _signal(stack, ("resume-snapshot", {"type": "incremental"}))
+
+
+_PROGRESS = {"progress_ratio": "table:cdcwatch_debezium_snapshot_progress:ratio{%(table)s} > 0 < 1",
+             "rows_per_second": "table:cdcwatch_debezium_snapshot_rows_scanned:rate5m{%(table)s} > 0",
+             "eta_seconds": "table:cdcwatch_debezium_snapshot_remaining_seconds:estimate{%(table)s} > 0",
+             "connector_eta_seconds": "server:cdcwatch_debezium_snapshot_remaining_seconds:estimate{%(server)s} > 0"}
+"""What the snapshot's evaluations must show together: progress below 1, a scan rate, the table's and the connector's ETA."""
+
+
+def _progress_recorded(stack: Any, start: float, end: float) -> list[tuple[float, dict[str, float]]]:
+    """Every evaluation from start to end (a range query at the evaluation interval) at which all of _PROGRESS held,
+    with their values."""
+    from cdcwatch.mixin.preview import PrometheusApi
+
+    api = PrometheusApi(stack.prometheus.url, timeout=10)
+    step = float(SCRAPE_INTERVAL.rstrip("s"))
+    selectors = {"table": f'server="{SERVER}", table="{_SNAPSHOTTED}"', "server": f'server="{SERVER}"'}
+    series: dict[str, dict[float, float]] = {}
+    for name, expr in _PROGRESS.items():
+        found = api.query_range(expr % selectors, start, max(end, start + step), step)
+        series[name] = {float(t): float(v) for result in found[:1] for t, v in result["values"]}
+    held = sorted(set.intersection(*(set(values) for values in series.values())))
+    return [(t, {name: series[name][t] for name in _PROGRESS}) for t in held]
 
 
 def check_snapshot(stack: Any) -> dict[str, Any]:
-    """While the incremental snapshot runs (its RowsScanned restarted below what the initial snapshot left), the
-    recorded progress is below 1 with a scan rate and an ETA for the table and the connector; once Debezium says it
-    completed, the rows it scanned are the table's count(*)."""
+    """The snapshot, paused after its first chunk (and after one more at a time while Prometheus has seen no rise),
+    is below 1 with a scan rate and an ETA for the table and the connector in Prometheus (a range query over the
+    snapshot so far: any evaluation where all of them held; the pause makes sure there are some). Then it is
+    resumed; once Debezium says it completed, the rows it scanned are the table's count(*)."""
     from devstack.procs import wait_for
 
-    started = time.monotonic()
-    table = f'{{server="{SERVER}", table="{_SNAPSHOTTED}"}}'
+    started, since = time.monotonic(), stack.scenario_baseline["signalled"]
+    metrics, interval = stack.info["metrics"], float(SCRAPE_INTERVAL.rstrip("s"))
+    stepped: list[float] = []
 
-    def running() -> dict[str, float | None] | None:
-        scanned = _recorded(stack, f"max(cdcwatch_debezium_snapshot_rows_scanned_total{table})")
-        if scanned is None or scanned >= stack.scenario_baseline["rows_scanned"]:
-            return None  # Prometheus has not scraped the incremental snapshot yet
-        seen = {"progress_ratio": _recorded(stack, f"table:cdcwatch_debezium_snapshot_progress:ratio{table}"),
-                "eta_seconds": _recorded(stack, f"table:cdcwatch_debezium_snapshot_remaining_seconds:estimate{table}"),
-                "connector_eta_seconds": _recorded(
-                    stack, f'server:cdcwatch_debezium_snapshot_remaining_seconds:estimate{{server="{SERVER}"}}'),
-                "rows_per_second": _recorded(stack, f"table:cdcwatch_debezium_snapshot_rows_scanned:rate5m{table}")}
-        values = [v for v in seen.values() if v is not None]
-        return seen if len(values) == len(seen) and 0 < values[0] < 1 and all(v > 0 for v in values) else None
+    def recorded() -> list[tuple[float, dict[str, float]]] | None:
+        held = _progress_recorded(stack, since, time.time())
+        if held:
+            return held
+        # A rate needs the rows scanned to rise between two scrapes. After a worker restart the table's RowsScanned
+        # series starts with this snapshot, so its first chunk alone shows none: once Prometheus has scraped the
+        # paused count, one more chunk is let through (resume and pause in one transaction: Debezium reads a chunk
+        # when it resumes, then pauses again).
+        now = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
+        seen = _query(stack.prometheus.url, f'max(cdcwatch_debezium_snapshot_rows_scanned_total{{server="{SERVER}", '
+                                            f'table="{_SNAPSHOTTED}"}})')
+        if now and seen == now and time.monotonic() - max(stepped, default=0.0) > 2 * interval and len(stepped) < 5:
+            _signal(stack, ("resume-snapshot", {"type": "incremental"}), ("pause-snapshot", {"type": "incremental"}))
+            stepped.append(time.monotonic())
+        return None
 
-    during = wait_for(running, 60, "snapshot progress below 1 with an ETA in Prometheus", interval=0.5)
-    metrics = stack.info["metrics"]
+    held = wait_for(recorded, 60, "snapshot progress below 1 with a scan rate and an ETA in Prometheus", interval=1)
+    paused_scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total",
+                             server=SERVER, table=_SNAPSHOTTED)
+    _resume_snapshot(stack)
     wait_for(lambda: _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_state", state="completed", server=SERVER) == 1,
              120, "the incremental snapshot to complete", interval=0.5)
     scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
     counted = int(stack.source.sql(f"SELECT count(*) FROM {_SNAPSHOTTED}"))
     assert scanned == counted, f"the snapshot scanned {scanned} rows of {_SNAPSHOTTED}; count(*) says {counted}"
-    return {**during, "rows_scanned_before": stack.scenario_baseline["rows_scanned"], "rows_scanned": scanned,
-            "count": counted, "seconds": round(time.monotonic() - started, 1)}
+    figures = held[0][1]
+    held = _progress_recorded(stack, since, time.time()) or held  # over the whole snapshot
+    return {**{k: round(v, 3) for k, v in figures.items()}, "evaluations_in_progress": len(held),
+            "rows_scanned_before": stack.scenario_baseline["rows_scanned"], "chunks_let_through": len(stepped),
+            "rows_scanned_while_paused": paused_scanned,
+            "rows_scanned": scanned, "count": counted, "seconds": round(time.monotonic() - started, 1)}
 
 
 # --- schema-change: a column added to a captured table while traffic flows --------------------------------
@@ -297,39 +341,110 @@ def _drop_column(stack: Any) -> None:
     stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_COLUMN}")
 
 
-# Not yet in SCENARIOS either: snapshot (`_start_snapshot`, `check_snapshot`), an incremental snapshot of SNAPSHOT_TABLE.
-# On a loaded machine its 15,000 rows were scanned before Prometheus recorded progress below 1 with an ETA.
-
-# --- slot-runway: the connector paused while WAL is written -----------------------------------------------
-# Not yet in SCENARIOS: live, which runway alert fires depends on how long the demo has run (the WAL rate's window
-# still holds the traffic before the pause), so its expected alert is not yet deterministic.
+# --- slot-runway: the connector paused while WAL is written at a steady rate ------------------------------
 
 _BALLAST = "runway_ballast"
 """A table no publication holds: its WAL is retained by the slot, never streamed."""
+_MIB = 1024 * 1024
+RUNWAY_WAL_RATE = 2 * _MIB
+"""Bytes of WAL a second the slot-runway scenario writes while the connector is paused (the traffic's included)."""
+RUNWAY_CAUGHT_UP = 16 * _MIB
+"""The slot holds at most this much before the pause (the connector caught up)."""
+RUNWAY_CAP = 100 * _MIB
+"""The writer holds off while the slot retains this much: far from max_slot_wal_keep_size's 128 MB (`unreserved`, whose
+loss alert would inhibit the runway alert), and from filling the disk."""
 
 
-def _slot_wal(stack: Any) -> tuple[int, int]:
-    retained, safe = stack.source.sql(
-        "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint || ' ' || safe_wal_size "
+def _slot_wal(stack: Any) -> tuple[int, int, int]:
+    """(current WAL position, WAL the slot retains, its safe_wal_size), in bytes."""
+    position, retained, safe = stack.source.sql(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint || ' ' || "
+        "pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint || ' ' || safe_wal_size "
         f"FROM pg_replication_slots WHERE slot_name = '{SLOT}'").split()
-    return int(retained), int(safe)
+    return int(position), int(retained), int(safe)
+
+
+class _WalWriter:
+    """Moves the source's WAL position forward at `rate` bytes a second: every half second, enough 1 kB rows into
+    the ballast table to reach where the position is due; idle while the slot retains `cap` or more."""
+
+    ROW_WAL = 1000
+
+    def __init__(self, stack: Any, rate: float, cap: int) -> None:
+        import threading
+
+        self.stack, self.rate, self.cap = stack, rate, cap
+        self.stop = threading.Event()
+        self.readings: list[tuple[float, int, int, int]] = []
+        """(when, position, retained, safe) at every tick."""
+        self.thread = threading.Thread(target=self.run, name="runway-wal-writer", daemon=True)
+
+    def start(self) -> None:
+        position, retained, safe = _slot_wal(self.stack)
+        self.readings.append((time.monotonic(), position, retained, safe))
+        self.thread.start()
+
+    def run(self) -> None:
+        started, origin = self.readings[0][:2]
+        while not self.stop.wait(0.5):
+            try:
+                position, retained, safe = _slot_wal(self.stack)
+                self.readings.append((time.monotonic(), position, retained, safe))
+                due = origin + self.rate * (time.monotonic() - started) - position
+                if retained < self.cap and due > 0:
+                    rows = min(int(due // self.ROW_WAL) + 1, int(self.rate // self.ROW_WAL))
+                    self.stack.source.sql(f"INSERT INTO {_BALLAST} (body) SELECT repeat('x', 900) "
+                                          f"FROM generate_series(1, {rows})")
+            except Exception:  # the source is busy or stopping: the next tick catches up
+                continue
+
+    def halt(self) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(10)
 
 
 def pause_and_write_wal(stack: Any) -> float:
-    """Pause the connector (its slot stops advancing, still active), then write WAL in 8 MB steps until the slot
-    holds more than it has left, 8 MB beyond, far from losing WAL: the runway alerts' gate. At the WAL rate of that
-    burst the runway is minutes, below the critical threshold, and the critical alert inhibits the warning one."""
+    """Wait until the slot is caught up (it holds at most RUNWAY_CAUGHT_UP), pause the connector (its slot stops
+    advancing, still active), and write WAL at RUNWAY_WAL_RATE (2 MiB/s) from then on; returns when the slot holds
+    more WAL than it has left (safe_wal_size), the runway alerts' gate.
+
+    What the rules see then, whatever ran before: the WAL position, flat or rising before, rises at 2 MiB/s since
+    the pause. The slope of a 5-minute `deriv` over a line that turns to rate R for the last g of its window is at
+    least R·(3g² − 2g³) (the WAL before only adds to it). safe_wal_size + retained is 128 to 144 MiB
+    (max_slot_wal_keep_size plus the segment in progress), so the gate opens at 64 MiB retained or more, at least
+    (64 − 16) / 2 = 24 s into the writing: g ≥ 24/300, a WAL rate of at least 0.018 · 2 MiB/s = 37 KiB/s, and
+    safe_wal_size at most 72 MiB: a runway of at most 72 MiB / 37 KiB/s ≈ 2,000 s, below the critical 3,600 s
+    (and far below the warning's 6 h). From then on the runway only shortens (safe_wal_size falls, the slope
+    grows): CdcPostgresSlotRunwayCritical fires and inhibits the warning. The writer holds off at RUNWAY_CAP
+    (about 15 s after the gate), long before `unreserved`; the slope stays for minutes, and so does the alert."""
+    from devstack.procs import wait_for
+
+    wait_for(lambda: _slot_wal(stack)[1] <= RUNWAY_CAUGHT_UP, 120, "the slot to hold little WAL before the pause",
+             interval=1)
     stack.connect.put(f"/connectors/{CONNECTOR}/pause")
     stack.source.sql(f"CREATE TABLE IF NOT EXISTS {_BALLAST} (id bigserial PRIMARY KEY, body text)")
-    for _ in range(40):
-        retained, safe = _slot_wal(stack)
-        if retained > safe + 8 * 1024 * 1024:
-            return time.time()
-        stack.source.sql(f"INSERT INTO {_BALLAST} (body) SELECT repeat('x', 1000) FROM generate_series(1, 8000)")
-    raise RuntimeError(f"the slot still holds {retained} bytes of WAL with {safe} left")
+    writer = stack.wal_writer = _WalWriter(stack, RUNWAY_WAL_RATE, RUNWAY_CAP)
+    writer.start()
+
+    def gate_open() -> float | None:
+        closed = [at for at, _, retained, safe in writer.readings if retained <= safe]
+        if writer.readings[-1][2] > writer.readings[-1][3]:
+            return time.time() - (time.monotonic() - closed[-1]) if closed else time.time()
+        return None
+
+    # the fault's moment: the last reading before the gate opened (Prometheus may read it open just after)
+    return float(wait_for(gate_open, 120, "the slot to hold more WAL than it has left", interval=0.25))
 
 
 def resume_connector(stack: Any) -> None:
+    writer = getattr(stack, "wal_writer", None)
+    if writer is not None:
+        writer.halt()
+        writing = [r for r in writer.readings if r[2] < writer.cap] or writer.readings
+        (first, start, _, _), (last, end, _, _) = writer.readings[0], writing[-1]
+        stack.log(f"slot-runway: WAL written at {(end - start) / max(last - first, 1e-3) / _MIB:.2f} MiB/s for "
+                  f"{last - first:.0f}s; the slot held at most {max(r[2] for r in writer.readings) / _MIB:.0f} MiB")
     stack.connect.put(f"/connectors/{CONNECTOR}/resume")
     stack.source.sql(f"DROP TABLE IF EXISTS {_BALLAST}")
 
@@ -358,6 +473,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "lag, no lag or freshness page, and the pipeline flows again",
              None, {}, restart_connect_with_replay, lambda stack: None,
              quiet=("CdcSparkApplyLagHigh", "CdcSparkFreshnessTooOld", "CdcPipelineStageSlow", "CdcPipelineStalled")),
+    Scenario("slot-runway", "pause the connector through Connect REST and write WAL at a steady 2 MiB/s: its slot "
+             "holds more WAL than max_slot_wal_keep_size leaves, and at that rate the runway is below an hour; "
+             "resume, the slot catches up",
+             "CdcPostgresSlotRunwayCritical", {"slot": SLOT}, pause_and_write_wal, resume_connector),
+    Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows, "
+             "paused after its first chunk: progress and ETA in Prometheus, then resumed: rows scanned = count(*)",
+             None, {}, _start_snapshot, _resume_snapshot, check=check_snapshot),
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),
