@@ -23,6 +23,7 @@ from devstack.demo_settings import (
     APPLY_LAG_THRESHOLD_SECONDS,
     APPLY_RATE,
     CHANGES_TOPIC,
+    COMMIT_GROUP,
     CONNECTOR,
     DEMO_MIXIN,
     SCRAPE_INTERVAL,
@@ -165,6 +166,28 @@ def _signal_apply(signum: int) -> Callable[[Any], None]:
     def send(stack: Any) -> None:
         os.killpg(stack.apply.process.pid, signum)
     return send
+
+
+def _freeze_apply_after_a_commit(stack: Any) -> float:
+    """SIGSTOP the apply job as soon as its group's committed offsets move: its offsets froze at that commit. Signalled
+    at an arbitrary moment, the last commit may lie a whole micro-batch before the signal (seconds on a loaded
+    machine), and the status window could show the frozen offset that much sooner than the scenario's floor."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    from devstack.procs import wait_for
+
+    admin = AdminClient({"bootstrap.servers": stack.broker.bootstrap, "log_level": 0})
+
+    def committed() -> dict[tuple[str, int], int]:
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(COMMIT_GROUP)])[COMMIT_GROUP]
+        return {(tp.topic, tp.partition): tp.offset for tp in listed.result(timeout=5).topic_partitions}
+
+    before = committed()
+    wait_for(lambda: committed() != before, 60, f"the next commit of group {COMMIT_GROUP}", interval=0.05)
+    frozen = time.time()
+    os.killpg(stack.apply.process.pid, signal.SIGSTOP)
+    return frozen
 
 
 def _burst(stack: Any) -> None:
@@ -460,8 +483,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              lambda stack: stack.source.stop(), lambda stack: stack.source.start()),
     Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT): its consumer group "
              "stops committing while changes keep arriving",
-             "CdcKafkaConsumerNotProgressing", {"group": "demo-apply"},
-             _signal_apply(signal.SIGSTOP), _signal_apply(signal.SIGCONT),
+             "CdcKafkaConsumerNotProgressing", {"group": COMMIT_GROUP},
+             _freeze_apply_after_a_commit, _signal_apply(signal.SIGCONT),
              # the window's samples must all show the frozen offset; its first may be the last sample before the freeze
              settle_seconds=(STATUS_WINDOW_SAMPLES - 2) * float(SCRAPE_INTERVAL.rstrip("s")),
              states=(("apply", "stalled"),)),

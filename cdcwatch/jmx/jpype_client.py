@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
@@ -24,8 +24,6 @@ from cdcwatch.jmx.jvm import ca_file_problem, ensure_jvm, trust_ca_files, truste
 
 __all__ = ["JpypeClient", "to_python"]
 
-_INTEGRAL = {"java.lang.Long", "java.lang.Integer", "java.lang.Short", "java.lang.Byte", "java.util.concurrent.atomic.AtomicLong"}
-_FLOATING = {"java.lang.Double", "java.lang.Float", "java.math.BigDecimal"}
 _DELEGATE = "JMImplementation:type=MBeanServerDelegate"
 READ_THREADS = 8
 """Beans read at once per target (each read is one RMI call on its own pooled connection)."""
@@ -40,32 +38,56 @@ def _open_types() -> tuple[Any, Any, Any, Any]:
 
 def to_python(value: Any) -> JmxValue:
     """Convert a Java attribute value to plain Python data."""
+    convert = _CONVERTERS.get(type(value))
+    if convert is not None:
+        return convert(value)
     if value is None or isinstance(value, str) or not hasattr(value, "getClass"):
         return cast(JmxValue, value)  # already plain Python
+    convert = _CONVERTERS.setdefault(type(value), _converter(value))
+    return convert(value)
+
+
+_CONVERTERS: dict[type, Callable[[Any], JmxValue]] = {}
+"""Python wrapper type of a Java class → its conversion, decided once per class (this runs for every attribute of
+every scrape; asking Java for the class name each time cost more than the conversion)."""
+
+_BOXED_INTEGRAL = {"java.lang.Long", "java.lang.Integer", "java.lang.Short", "java.lang.Byte"}
+"""JPype makes these subclasses of Python's int (and Double, Float of float): converted without a call into Java."""
+
+
+def _converter(value: Any) -> Callable[[Any], JmxValue]:
     cls = str(value.getClass().getName())
     if cls == "java.lang.Boolean":
-        return bool(value)
-    if cls in _INTEGRAL or cls == "java.math.BigInteger":
-        return int(str(value.toString()))
-    if cls in _FLOATING:
-        return float(str(value.toString()))
+        return bool
+    if cls in _BOXED_INTEGRAL:
+        return int
+    if cls in ("java.lang.Double", "java.lang.Float"):
+        return float
+    if cls in ("java.util.concurrent.atomic.AtomicLong", "java.math.BigInteger"):
+        return lambda v: int(str(v.toString()))
+    if cls == "java.math.BigDecimal":
+        return lambda v: float(str(v.toString()))
     if cls.startswith("["):
-        return [_scalar(v) for v in value]
+        return lambda v: [_scalar(item) for item in v]
     tabular, composite, java_map, java_collection = _open_types()
     if isinstance(value, tabular):
-        out: dict[str, Any] = {}
-        for row in value.values():
-            keys = list(row.getCompositeType().keySet())
-            if "key" in keys and "value" in keys:
-                out[str(row.get("key"))] = _scalar(row.get("value"))
-        return out
+        return _tabular
     if isinstance(value, composite):
-        return {str(k): _scalar(value.get(k)) for k in value.getCompositeType().keySet()}
+        return lambda v: {str(k): _scalar(v.get(k)) for k in v.getCompositeType().keySet()}
     if isinstance(value, java_map):
-        return {str(k): _scalar(v) for k, v in value.entrySet()}
+        return lambda v: {str(k): _scalar(item) for k, item in v.entrySet()}
     if isinstance(value, java_collection):
-        return [_scalar(v) for v in value]
-    return str(value.toString())
+        return lambda v: [_scalar(item) for item in v]
+    return lambda v: str(v.toString())
+
+
+def _tabular(value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for row in value.values():
+        keys = list(row.getCompositeType().keySet())
+        if "key" in keys and "value" in keys:
+            out[str(row.get("key"))] = _scalar(row.get("value"))
+    return out
 
 
 def _scalar(value: Any) -> Any:
