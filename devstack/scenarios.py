@@ -168,6 +168,14 @@ def _signal_apply(signum: int) -> Callable[[Any], None]:
     return send
 
 
+def _stop_source(stack: Any) -> float:
+    """Stop the source; the fault starts when the shutdown does (the server refuses new connections from then on),
+    not when `pg_ctl stop` returns: that waits for the walsenders to send what is left, seconds on a loaded machine."""
+    started = time.time()
+    stack.source.stop()
+    return started
+
+
 def _freeze_apply_after_a_commit(stack: Any) -> float:
     """SIGSTOP the apply job as soon as its group's committed offsets move: its offsets froze at that commit. Signalled
     at an arbitrary moment, the last commit may lie a whole micro-batch before the signal (seconds on a loaded
@@ -480,7 +488,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              kill_connect_between_flushes, lambda stack: stack.connect.start()),
     Scenario("source-down", "stop the source PostgreSQL, then start it again",
              "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
-             lambda stack: stack.source.stop(), lambda stack: stack.source.start()),
+             _stop_source, lambda stack: stack.source.start()),
     Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT): its consumer group "
              "stops committing while changes keep arriving",
              "CdcKafkaConsumerNotProgressing", {"group": COMMIT_GROUP},
