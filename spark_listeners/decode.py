@@ -23,19 +23,16 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from cdcwatch.events import ROW_OPS, EventDecodeError, decode
-from cdcwatch.spark.stages import NEGATIVE_CODE, STAGE_CODES, STAGE_LATENCY_BUCKETS, TIMESTAMP_TYPES
+from cdcwatch.spark.stages import NEGATIVE_CODE, STAGE_CODES, STAGE_LATENCY_BUCKETS, STAGE_LATENCY_FIELDS, TIMESTAMP_TYPES
 
 __all__ = ["EVENT_SCHEMA", "STAGE_LATENCY_SCHEMA", "decode_batches", "decode_events", "stage_latency"]
 
-STAGE_LATENCY_SCHEMA = StructType([
-    StructField("capture_us", LongType()),     # source commit → connector: payload.ts_ms − source.ts_ms
-    StructField("produce_us", LongType()),     # connector → the Kafka record's timestamp
-    StructField("queue_us", LongType()),       # that timestamp → the start of the micro-batch (current_timestamp())
-    StructField("capture_code", IntegerType()),  # bucket codes of the three (produce, queue: + STAGE_CODES × type)
-    StructField("produce_code", IntegerType()),
-    StructField("queue_code", IntegerType()),
-])
-"""Null for what is no row change, or lacks a timestamp; produce and queue need a known Kafka timestamp type."""
+STAGE_LATENCY_SCHEMA = StructType([StructField(name, LongType() if name.endswith("_us") else IntegerType())
+                                   for name in STAGE_LATENCY_FIELDS])
+"""capture_us: source commit → connector (payload.ts_ms − source.ts_ms); produce_us: connector → the Kafka record's
+timestamp; queue_us: that timestamp → the start of the micro-batch (current_timestamp()); then the bucket codes of
+the three (produce, queue: + STAGE_CODES × the timestamp type). Null for what is no row change, or lacks a
+timestamp; produce and queue need a known Kafka timestamp type."""
 
 EVENT_SCHEMA = StructType([
     StructField("topic", StringType()),

@@ -6,7 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdcwatch.events import ROW_OPS
-from cdcwatch.spark.stages import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
+from cdcwatch.spark.stages import MEASURED_STAGES, PER_CHANGE_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
 from spark_listeners.decode import WATERMARK
 
 __all__ = ["OBSERVATION", "ROW_CHANGES", "instrument"]
@@ -25,7 +25,7 @@ def _stage_latencies() -> list[Column]:
     code its counts are exact."""
     latency = F.col("stage_latency")
     columns = [F.max(F.current_timestamp().cast("double")).alias("batch_time")]
-    for stage in ("capture", "produce", "queue"):
+    for stage in PER_CHANGE_STAGES:
         bins = STAGE_CODES * (1 if stage == "capture" else len(TIMESTAMP_TYPES))
         columns.append(F.histogram_numeric(latency[f"{stage}_code"].cast("double"), F.lit(bins)).alias(stage_codes(stage)))
     for stage, timestamp_type in MEASURED_STAGES:

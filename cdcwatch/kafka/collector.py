@@ -111,6 +111,7 @@ per group partition would not fit `max_series_per_target` at `max_partitions`.""
 GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EMPTY", "DEAD", "UNKNOWN")
 
 Partition = tuple[str, int]
+_STATUS_CODES = {status: float(code) for status, code in SEVERITY.items()}
 
 
 @dataclass(slots=True)
@@ -363,7 +364,6 @@ class KafkaCollector:
         status = family("cdcwatch_kafka_consumergroup_status_code", *where_keys)
         base = self._labels()
         servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
-        codes = {status: float(code) for status, code in SEVERITY.items()}
         # values as floats: the text renderer's fast path
         for row in rows:
             where = {**base, "group": row.group.name, "topic": row.topic, "partition": str(row.partition)}  # where_keys
@@ -374,7 +374,7 @@ class KafkaCollector:
             if row.lag_seconds is not None:
                 seconds.append(Sample("cdcwatch_kafka_consumergroup_lag_seconds", {**with_server, "method": row.method},
                                       row.lag_seconds))
-            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", where, codes[row.status]))
+            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", where, _STATUS_CODES[row.status]))
 
     def close(self) -> None:
         self.messages.close()

@@ -74,6 +74,8 @@ def _written(message: Message, topic: str) -> tuple[float, str]:
     except EventDecodeError:
         emitted = None
     return (emitted / 1_000_000_000, "payload") if emitted else _NO_TIMESTAMP
+
+
 CONSUME_WAIT_SECONDS = 0.01
 SEEK_GAP = 500
 """Read through gaps up to this many messages between two wanted offsets of a partition; seek over longer ones."""

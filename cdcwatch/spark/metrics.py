@@ -42,6 +42,7 @@ from cdcwatch.families import MetricSpec, metric_specs
 from cdcwatch.spark.stages import (
     MEASURED_STAGES,
     NEGATIVE_CODE,
+    PER_CHANGE_STAGES,
     STAGE_CODES,
     STAGE_LATENCY_BUCKETS,
     TIMESTAMP_TYPES,
@@ -418,7 +419,7 @@ class SparkMetrics:
 
 def _measured_stages(state: QueryState, observed: Mapping[str, Any]) -> None:
     """capture, produce and queue of the batch's changes: changes per bucket code, and the sums."""
-    for stage in ("capture", "produce", "queue"):
+    for stage in PER_CHANGE_STAGES:
         changes: dict[int, list[int]] = {}  # timestamp type index -> changes per code
         for code, count in observed.get(stage_codes(stage)) or ():
             kind, bucket = divmod(round(code), STAGE_CODES)

@@ -4,11 +4,16 @@ library) and the listener's `SparkMetrics`."""
 
 from __future__ import annotations
 
-__all__ = ["MEASURED_STAGES", "NEGATIVE_CODE", "STAGES", "STAGE_CODES", "STAGE_LATENCY_BUCKETS", "TIMESTAMP_TYPES",
+__all__ = ["MEASURED_STAGES", "NEGATIVE_CODE", "PER_CHANGE_STAGES", "STAGES", "STAGE_CODES", "STAGE_LATENCY_BUCKETS",
+           "STAGE_LATENCY_FIELDS", "TIMESTAMP_TYPES",
            "stage_codes", "stage_sum"]
 
 STAGE_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 STAGES = ("capture", "produce", "queue", "apply")
+PER_CHANGE_STAGES = STAGES[:3]
+"""The stages measured per change (apply is the batch's, the same for each of its changes)."""
+STAGE_LATENCY_FIELDS = (*(f"{stage}_us" for stage in PER_CHANGE_STAGES), *(f"{stage}_code" for stage in PER_CHANGE_STAGES))
+"""The fields of a change's `stage_latency`: per measured stage its latency in µs, then its bucket code."""
 TIMESTAMP_TYPES = ("create_time", "log_append_time")
 """`timestamp_type` by Kafka's TimestampType id (the `timestampType` column of Spark's Kafka source)."""
 MEASURED_STAGES: tuple[tuple[str, str], ...] = (

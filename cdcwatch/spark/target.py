@@ -22,12 +22,20 @@ from typing import Any
 import psycopg
 
 from cdcwatch.spark.metrics import CommitSpread, SinkOutcome
-from cdcwatch.spark.stages import MEASURED_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
+from cdcwatch.spark.stages import (
+    MEASURED_STAGES,
+    PER_CHANGE_STAGES,
+    STAGE_CODES,
+    STAGE_LATENCY_FIELDS,
+    TIMESTAMP_TYPES,
+    stage_codes,
+    stage_sum,
+)
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS", "STAGE_COLUMNS"]
 
-STAGE_COLUMNS = ("capture_us", "produce_us", "queue_us", "capture_code", "produce_code", "queue_code")
-"""The fields of a change's `stage_latency` (`spark_listeners.decode.STAGE_LATENCY_SCHEMA`), staged with it."""
+STAGE_COLUMNS = STAGE_LATENCY_FIELDS
+"""The fields of a change's `stage_latency`, staged with it."""
 STAGED_COLUMNS = ("topic", "partition", "offset", "table_id", "row_key", "op", "position", "after", "commit_time",
                   *STAGE_COLUMNS)
 
@@ -55,7 +63,7 @@ def _stages_sql() -> str:
     """The new changes' latency by stage as one JSON object, keyed as `instrument` observes a batch: per stage the
     (code, changes) pairs, per (stage, timestamp type) the sum of the latencies in µs, negative ones as 0."""
     parts = ["'changes', (SELECT count(*) FROM fresh)"]
-    for stage in ("capture", "produce", "queue"):
+    for stage in PER_CHANGE_STAGES:
         parts.append(f"'{stage_codes(stage)}', (SELECT coalesce(jsonb_agg(jsonb_build_array(code, n)), '[]') FROM "
                      f"(SELECT {stage}_code AS code, count(*) AS n FROM fresh WHERE {stage}_code IS NOT NULL GROUP BY 1) c)")
     for stage, timestamp_type in MEASURED_STAGES:
