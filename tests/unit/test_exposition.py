@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-from cdcwatch.exposition import metrics_app, render_text
+from cdcwatch.exposition import LabelBlocks, metrics_app, render_text
 
 _LEGACY = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,12}", fullmatch=True)
 _ANY_NAME = st.one_of(_LEGACY, st.text(min_size=1, max_size=8))  # some outside the legacy set
@@ -50,6 +50,32 @@ class _Fixed:
 def test_renders_what_prometheus_client_renders(metrics: list[Metric]) -> None:
     collector = _Fixed(metrics)
     assert render_text(collector) == generate_latest(collector)  # type: ignore[arg-type]
+
+
+_KEPT = LabelBlocks()
+
+
+@settings(max_examples=300, deadline=None)
+@given(families(), families())
+def test_label_blocks_kept_across_renderings_change_nothing(first: list[Metric], second: list[Metric]) -> None:
+    """One LabelBlocks for every example: what earlier renderings kept never leaks into a later one."""
+    for metrics in (first, second):
+        collector = _Fixed(metrics)
+        assert render_text(collector, _KEPT) == generate_latest(collector)  # type: ignore[arg-type]
+
+
+def test_label_blocks_of_series_that_went_away_are_forgotten() -> None:
+    many = Metric("cdcwatch_many", "Many.", "gauge")
+    many.samples += [Sample("cdcwatch_many", {"n": str(n)}, 1.0) for n in range(5000)]
+    few = Metric("cdcwatch_few", "Few.", "gauge")
+    few.samples += [Sample("cdcwatch_few", {"n": str(n)}, 1.0) for n in range(10)]
+    blocks = LabelBlocks()
+    render_text(_Fixed([many]), blocks)
+    assert len(blocks) == 5000  # kept for the next scrape
+    render_text(_Fixed([few]), blocks)
+    assert len(blocks) == 0  # 5,000 label sets gone from the exposition are not kept
+    render_text(_Fixed([few]), blocks)
+    assert len(blocks) == 10
 
 
 def test_escapes_label_values_and_help_and_prints_go_floats() -> None:
