@@ -4,7 +4,9 @@ Connects once and reads each bean's attributes in one `getAttributes` call, the 
 parallel (one RMI round trip for all of them, not one per bean). The names a pattern matches are
 listed once and kept until the MBean server announces a registration or unregistration (its
 delegate's notifications) or the connection reports lost notifications, so a steady scrape costs
-no listing round trip. Every open type (`String[]`, TabularData maps, CompositeData, BigInteger)
+no listing round trip. A bean whose MBeanInfo is immutable (every standard MBean, Debezium's
+included) is asked only for the wanted attributes it has: each one it lacks would cost the server
+an exception on every read. Every open type (`String[]`, TabularData maps, CompositeData, BigInteger)
 is converted to Python; any failure drops the connection and the next query reconnects.
 """
 
@@ -14,6 +16,7 @@ import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, cast
 
 import jpype
@@ -126,6 +129,29 @@ class _NamesChanged:
         self._client.names_changed()
 
 
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """A listed bean: its name, parsed once, and the attribute names to ask it for."""
+
+    name: Any
+    """The javax.management.ObjectName."""
+    canonical: str
+    domain: str
+    keys: dict[str, str]
+    wanted: Any
+    """String[]: the query's attributes, only those the bean has where its MBeanInfo is immutable."""
+
+
+def _listed(connection: Any, name: Any, attributes: Sequence[str]) -> _Listed:
+    info = connection.getMBeanInfo(name)
+    if str(info.getDescriptor().getFieldValue("immutableInfo")) == "true":
+        readable = {str(a.getName()) for a in info.getAttributes() if a.isReadable()}
+        attributes = [a for a in attributes if a in readable]
+    keys = {str(k): str(v) for k, v in name.getKeyPropertyList().entrySet()}
+    return _Listed(name, str(name.getCanonicalName()), str(name.getDomain()), keys,
+                   jpype.JArray(jpype.JString)(list(attributes)))
+
+
 class JpypeClient:
     """A persistent JMX connection to one JVM."""
 
@@ -135,7 +161,7 @@ class JpypeClient:
         self._lock = threading.Lock()
         self._connector: Any = None
         self._connection: Any = None
-        self._names: dict[str, tuple[int, list[Any]]] = {}
+        self._names: dict[tuple[str, tuple[str, ...]], tuple[int, list[_Listed]]] = {}
         self._generation = 0  # advanced by every announced change
         self._pool: ThreadPoolExecutor | None = None
 
@@ -183,14 +209,12 @@ class JpypeClient:
         with self._lock:
             try:
                 connection = self._connection or self._connect()
-                wanted = [jpype.JArray(jpype.JString)(list(attributes)) for _, attributes in queries]
-                reads = [(index, name, wanted[index]) for index, (pattern, _) in enumerate(queries)
-                         for name in self._listed(connection, pattern)]
+                reads = [(index, listed) for index, query in enumerate(queries) for listed in self._listed(connection, query)]
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cdcwatch-jmx")
-                beans = list(self._pool.map(lambda read: self._read(connection, read[1], read[2]), reads))
+                beans = list(self._pool.map(lambda read: self._read(connection, read[1]), reads))
                 answers: list[list[MBean]] = [[] for _ in queries]
-                for (index, _, _), bean in zip(reads, beans, strict=True):
+                for (index, _), bean in zip(reads, beans, strict=True):
                     if bean is None:
                         self.names_changed()  # it went away: list again next time
                     else:
@@ -203,27 +227,35 @@ class JpypeClient:
                 self._drop()
                 raise JmxError(_describe(exc)) from None
 
-    def _listed(self, connection: Any, pattern: str) -> list[Any]:
-        """The names `pattern` matches, listed once until the server announces a change."""
+    def _listed(self, connection: Any, query: JmxQuery) -> list[_Listed]:
+        """The beans the query's pattern matches, listed once (with their MBeanInfo) until the server announces
+        a change."""
         generation = self._generation
-        listed = self._names.get(pattern)
+        pattern, attributes = query[0], tuple(query[1])
+        listed = self._names.get((pattern, attributes))
         if listed is not None and listed[0] == generation:
             return listed[1]
-        names = list(connection.queryNames(jpype.JClass("javax.management.ObjectName")(pattern), None))
-        self._names[pattern] = (generation, names)  # a change announced meanwhile has advanced the generation
-        return names
+        beans = []
+        for name in connection.queryNames(jpype.JClass("javax.management.ObjectName")(pattern), None):
+            try:
+                beans.append(_listed(connection, name, attributes))
+            except jpype.JException as exc:
+                if str(exc.getClass().getSimpleName()) != "InstanceNotFoundException":
+                    raise
+                self.names_changed()  # it went away between the listing and its MBeanInfo
+        self._names[(pattern, attributes)] = (generation, beans)  # a change announced meanwhile has advanced the generation
+        return beans
 
     @staticmethod
-    def _read(connection: Any, name: Any, wanted: Any) -> MBean | None:
+    def _read(connection: Any, bean: _Listed) -> MBean | None:
         try:
-            values = connection.getAttributes(name, wanted)
+            values = connection.getAttributes(bean.name, bean.wanted)
         except jpype.JException as exc:
             if str(exc.getClass().getSimpleName()) == "InstanceNotFoundException":
                 return None  # the bean went away between the listing and the read
             raise
         attributes = {str(a.getName()): to_python(a.getValue()) for a in values.asList()}
-        keys = {str(k): str(v) for k, v in name.getKeyPropertyList().entrySet()}
-        return MBean(str(name.getCanonicalName()), str(name.getDomain()), keys, attributes)
+        return MBean(bean.canonical, bean.domain, dict(bean.keys), attributes)
 
     def _drop(self) -> None:
         connector, self._connector, self._connection = self._connector, None, None

@@ -1,4 +1,5 @@
-"""The JPype backend lists bean names once and lists again only when the MBean server announces a change.
+"""The JPype backend lists bean names once and lists again only when the MBean server announces a change,
+and asks a standard MBean only for the attributes it has.
 
 A real JMX connector server (RMI) runs in the in-process JVM; the test registers and unregisters
 MBeans on it and counts the `queryNames` calls that reach it: a steady scrape lists nothing, a
@@ -28,10 +29,16 @@ class _CountingServer:
     def __init__(self, server: Any) -> None:
         self.server = server
         self.listings = 0
+        self.asked: list[list[str]] = []
+        """The attribute names of each getAttributes call."""
 
     def queryNames(self, name: Any, query: Any) -> Any:  # noqa: N802 (Java interface)
         self.listings += 1
         return self.server.queryNames(name, query)
+
+    def getAttributes(self, name: Any, attributes: Any) -> Any:  # noqa: N802
+        self.asked.append([str(a) for a in attributes])
+        return self.server.getAttributes(name, attributes)
 
     def getMBeanServer(self) -> Any:  # noqa: N802
         return self.server
@@ -96,3 +103,24 @@ def test_names_are_listed_again_only_after_the_server_announces_a_change(jmx_ser
             if jpype.JClass("java.lang.management.ManagementFactory").getPlatformMBeanServer().isRegistered(
                     jpype.JClass("javax.management.ObjectName")(name)):
                 _unregister(name)
+
+
+def test_a_standard_bean_is_asked_only_for_the_attributes_it_has(jmx_server) -> None:
+    """Each attribute a bean lacks costs the server an exception on every read: a bean with an immutable
+    MBeanInfo (a standard MBean or MXBean that sends no notifications, as Debezium's are) is asked for the
+    wanted attributes it has, and nothing it has is lost. (A Timer itself, a notification broadcaster, keeps
+    being asked for everything, as the test above shows.)"""
+    port, counting = jmx_server
+    name = "cdcwatchtest.attributes:type=connector-metrics,context=streaming,server=s"
+    standard = jpype.JClass("javax.management.StandardMBean")(  # a Timer that is not a notification broadcaster
+        jpype.JClass("javax.management.timer.Timer")(), jpype.JClass("javax.management.timer.TimerMBean").class_)
+    jpype.JClass("java.lang.management.ManagementFactory").getPlatformMBeanServer().registerMBean(
+        standard, jpype.JClass("javax.management.ObjectName")(name))
+    client = JpypeClient(JmxSettings(host="127.0.0.1", port=port), timeout_seconds=5)
+    try:
+        beans = client.query("cdcwatchtest.attributes:*", ("NoSuchAttribute", "NbNotifications", "Active"))
+        assert [b.attributes for b in beans] == [{"NbNotifications": 0, "Active": False}]
+        assert counting.asked[-1] == ["NbNotifications", "Active"]
+    finally:
+        client.close()
+        _unregister(name)
