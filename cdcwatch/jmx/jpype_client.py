@@ -6,7 +6,7 @@ listed once and kept until the MBean server announces a registration or unregist
 delegate's notifications) or the connection reports lost notifications, so a steady scrape costs
 no listing round trip. A bean whose MBeanInfo is immutable (every standard MBean, Debezium's
 included) is asked only for the wanted attributes it has: each one it lacks would cost the server
-an exception on every read. Every open type (`String[]`, TabularData maps, CompositeData, BigInteger)
+an exception on every read. The JVM's start time is read once per connection. Every open type (`String[]`, TabularData maps, CompositeData, BigInteger)
 is converted to Python; any failure drops the connection and the next query reconnects.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, cast
 import jpype
 
 from cdcwatch.config import JmxSettings
-from cdcwatch.jmx.client import JmxError, JmxQuery, JmxValue, MBean
+from cdcwatch.jmx.client import RUNTIME_BEAN, JmxError, JmxQuery, JmxValue, MBean
 from cdcwatch.jmx.jvm import ca_file_problem, ensure_jvm, trust_ca_files, trusted_ca_files
 
 __all__ = ["JpypeClient", "to_python"]
@@ -30,6 +30,9 @@ __all__ = ["JpypeClient", "to_python"]
 _DELEGATE = "JMImplementation:type=MBeanServerDelegate"
 READ_THREADS = 8
 """Beans read at once per target (each read is one RMI call on its own pooled connection)."""
+JVM_CONSTANTS = {(RUNTIME_BEAN, ("StartTime",))}
+"""Queries whose answer holds for the life of the JVM: read once per connection (a restarted JVM breaks the
+connection, and the new one reads them again)."""
 
 
 @functools.cache
@@ -162,6 +165,8 @@ class JpypeClient:
         self._connector: Any = None
         self._connection: Any = None
         self._names: dict[tuple[str, tuple[str, ...]], tuple[int, list[_Listed]]] = {}
+        self._constants: dict[tuple[str, tuple[str, ...]], list[MBean]] = {}
+        """Answers to JVM_CONSTANTS queries, for the current connection."""
         self._generation = 0  # advanced by every announced change
         self._pool: ThreadPoolExecutor | None = None
 
@@ -209,7 +214,9 @@ class JpypeClient:
         with self._lock:
             try:
                 connection = self._connection or self._connect()
-                reads = [(index, listed) for index, query in enumerate(queries) for listed in self._listed(connection, query)]
+                keys = [(pattern, tuple(attributes)) for pattern, attributes in queries]
+                reads = [(index, listed) for index, key in enumerate(keys) if key not in self._constants
+                         for listed in self._listed(connection, key)]
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cdcwatch-jmx")
                 beans = list(self._pool.map(lambda read: self._read(connection, read[1]), reads))
@@ -219,6 +226,11 @@ class JpypeClient:
                         self.names_changed()  # it went away: list again next time
                     else:
                         answers[index].append(bean)
+                for index, key in enumerate(keys):
+                    if key in self._constants:
+                        answers[index] = self._constants[key]
+                    elif key in JVM_CONSTANTS and answers[index]:
+                        self._constants[key] = answers[index]
                 return [sorted(found, key=lambda b: b.name) for found in answers]
             except JmxError:
                 self._drop()
@@ -227,12 +239,12 @@ class JpypeClient:
                 self._drop()
                 raise JmxError(_describe(exc)) from None
 
-    def _listed(self, connection: Any, query: JmxQuery) -> list[_Listed]:
+    def _listed(self, connection: Any, query: tuple[str, tuple[str, ...]]) -> list[_Listed]:
         """The beans the query's pattern matches, listed once (with their MBeanInfo) until the server announces
         a change."""
         generation = self._generation
-        pattern, attributes = query[0], tuple(query[1])
-        listed = self._names.get((pattern, attributes))
+        pattern, attributes = query
+        listed = self._names.get(query)
         if listed is not None and listed[0] == generation:
             return listed[1]
         beans = []
@@ -243,7 +255,7 @@ class JpypeClient:
                 if str(exc.getClass().getSimpleName()) != "InstanceNotFoundException":
                     raise
                 self.names_changed()  # it went away between the listing and its MBeanInfo
-        self._names[(pattern, attributes)] = (generation, beans)  # a change announced meanwhile has advanced the generation
+        self._names[query] = (generation, beans)  # a change announced meanwhile has advanced the generation
         return beans
 
     @staticmethod
@@ -259,6 +271,7 @@ class JpypeClient:
 
     def _drop(self) -> None:
         connector, self._connector, self._connection = self._connector, None, None
+        self._constants = {}
         if connector is not None:
             try:
                 connector.close()

@@ -1,5 +1,5 @@
 """The JPype backend lists bean names once and lists again only when the MBean server announces a change,
-and asks a standard MBean only for the attributes it has.
+asks a standard MBean only for the attributes it has, and reads the JVM's start time once per connection.
 
 A real JMX connector server (RMI) runs in the in-process JVM; the test registers and unregisters
 MBeans on it and counts the `queryNames` calls that reach it: a steady scrape lists nothing, a
@@ -15,6 +15,7 @@ import jpype
 import pytest
 
 from cdcwatch.config import JmxSettings
+from cdcwatch.jmx import RUNTIME_BEAN
 from cdcwatch.jmx.jpype_client import JpypeClient
 from cdcwatch.jmx.jvm import ensure_jvm
 from devstack.procs import free_port, wait_for
@@ -29,15 +30,15 @@ class _CountingServer:
     def __init__(self, server: Any) -> None:
         self.server = server
         self.listings = 0
-        self.asked: list[list[str]] = []
-        """The attribute names of each getAttributes call."""
+        self.asked: list[tuple[str, list[str]]] = []
+        """The bean and attribute names of each getAttributes call."""
 
     def queryNames(self, name: Any, query: Any) -> Any:  # noqa: N802 (Java interface)
         self.listings += 1
         return self.server.queryNames(name, query)
 
     def getAttributes(self, name: Any, attributes: Any) -> Any:  # noqa: N802
-        self.asked.append([str(a) for a in attributes])
+        self.asked.append((str(name), [str(a) for a in attributes]))
         return self.server.getAttributes(name, attributes)
 
     def getMBeanServer(self) -> Any:  # noqa: N802
@@ -120,7 +121,30 @@ def test_a_standard_bean_is_asked_only_for_the_attributes_it_has(jmx_server) -> 
     try:
         beans = client.query("cdcwatchtest.attributes:*", ("NoSuchAttribute", "NbNotifications", "Active"))
         assert [b.attributes for b in beans] == [{"NbNotifications": 0, "Active": False}]
-        assert counting.asked[-1] == ["NbNotifications", "Active"]
+        assert counting.asked[-1] == (name, ["NbNotifications", "Active"])
     finally:
         client.close()
         _unregister(name)
+
+
+def test_the_jvm_start_time_is_read_once_per_connection(jmx_server) -> None:
+    port, counting = jmx_server
+    client = JpypeClient(JmxSettings(host="127.0.0.1", port=port), timeout_seconds=5)
+    started = jpype.JClass("java.lang.management.ManagementFactory").getRuntimeMXBean().getStartTime()
+
+    def read_start_time() -> int:
+        [bean] = client.query_many([(RUNTIME_BEAN, ("StartTime",))])[0]
+        return int(bean.attributes["StartTime"])  # type: ignore[arg-type]
+
+    def reads() -> int:
+        return sum(1 for name, _ in counting.asked if name == RUNTIME_BEAN)
+
+    try:
+        before = reads()
+        assert [read_start_time() for _ in range(3)] == [started] * 3
+        assert reads() == before + 1
+        client._drop()  # as after a failed read: the next query connects again (to what may be a new JVM)
+        assert read_start_time() == started
+        assert reads() == before + 2
+    finally:
+        client.close()
