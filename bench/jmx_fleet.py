@@ -59,8 +59,9 @@ def main() -> int:
         pg.start()
         running.append(pg)
         slots = args.connectors + 4
-        pg.sql(f"ALTER SYSTEM SET max_replication_slots = {slots}; ALTER SYSTEM SET max_wal_senders = {slots};"
-               f"ALTER SYSTEM SET max_connections = {2 * slots + 20}")
+        for setting, number in (("max_replication_slots", slots), ("max_wal_senders", slots),
+                               ("max_connections", 2 * slots + 20)):
+            pg.sql(f"ALTER SYSTEM SET {setting} = {number}")  # one per call: not inside a transaction block
         pg.stop()
         pg.start()
         pg.sql("CREATE TABLE customers (id int PRIMARY KEY, name text);"
