@@ -6,8 +6,9 @@ listed once and kept until the MBean server announces a registration or unregist
 delegate's notifications) or the connection reports lost notifications, so a steady scrape costs
 no listing round trip. A bean whose MBeanInfo is immutable (every standard MBean, Debezium's
 included) is asked only for the wanted attributes it has: each one it lacks would cost the server
-an exception on every read. The JVM's start time is read once per connection. Every open type (`String[]`, TabularData maps, CompositeData, BigInteger)
-is converted to Python; any failure drops the connection and the next query reconnects.
+an exception on every read. The JVM's start time is read once per connection. Every open type
+(`String[]`, TabularData maps, CompositeData, BigInteger) is converted to Python; any failure drops
+the connection and the next query reconnects.
 """
 
 from __future__ import annotations
