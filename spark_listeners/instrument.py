@@ -22,7 +22,8 @@ def _stage_latencies() -> list[Column]:
     """The batch's start, and per measured stage: how many changes had each bucket code (`decode_events` put
     them in `stage_latency`), and the sum of the latencies in µs (negative ones as 0). `histogram_numeric`
     keeps one bin per distinct value while there are no more values than bins, so with a bin per possible
-    code its counts are exact."""
+    code its counts are exact. The sums are doubles: a long would overflow (and fail the query) at a few
+    hundred thousand year-old changes in one batch."""
     latency = F.col("stage_latency")
     columns = [F.max(F.current_timestamp().cast("double")).alias("batch_time")]
     for stage in PER_CHANGE_STAGES:
@@ -33,7 +34,7 @@ def _stage_latencies() -> list[Column]:
         counted = micros > 0
         if timestamp_type:
             counted = counted & (F.col("kafka_timestamp_type") == TIMESTAMP_TYPES.index(timestamp_type))
-        columns.append(F.sum(F.when(counted, micros)).alias(stage_sum(stage, timestamp_type)))
+        columns.append(F.sum(F.when(counted, micros.cast("double"))).alias(stage_sum(stage, timestamp_type)))
     return columns
 
 

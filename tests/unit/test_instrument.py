@@ -178,3 +178,28 @@ def test_a_ticdc_watermark_is_idle_evidence_by_its_commit_time(spark) -> None:
     observed = spark.createDataFrame(rows, EVENT_SCHEMA).agg(*_observations()).collect()[0].asDict()
     assert observed["newest_heartbeat"] == (kafka_ms - 2000) / 1000
     assert observed["newest_commit"] == (kafka_ms - 500) / 1000
+
+
+def test_a_backlog_of_year_old_changes_in_one_batch_still_sums(spark) -> None:
+    """A topic replayed a year late, 300,000 changes in one micro-batch: their capture latencies add up past a
+    long's range (9.2e18 µs), yet the batch's stage sum is there and the query keeps running."""
+    from pyspark.sql import functions as F
+
+    from cdcwatch.spark.metrics import SparkMetrics
+    from spark_listeners.decode import EVENT_SCHEMA
+    from spark_listeners.instrument import _observations
+    from tests.change_events import change_event
+    from tests.unit.test_spark_metrics import BATCH, Clock, buckets
+
+    kafka_ms, year_ms, changes = 1_795_304_600_000, 365 * 86_400_000, 300_000
+    key, value = change_event("shop", "items", 1, kafka_ms - year_ms, kafka_ms, 100)
+    rows = decode([{"topic": "shop.public.items", "partition": 0, "offset": 0, "key": key, "value": value,
+                    "timestamp": kafka_ms / 1000, "timestampType": 0}], kafka_ms / 1000 + 1.0)
+    assert rows[0][-1]["capture_us"] == year_ms * 1000
+    backlog = spark.createDataFrame(rows, EVENT_SCHEMA).crossJoin(spark.range(changes).select(F.col("id").alias("copy")))
+    observed = backlog.drop("copy").agg(*_observations()).collect()[0].asDict()
+    metrics = SparkMetrics(Clock(kafka_ms / 1000 + 2.0))
+    metrics.progress("q", BATCH, observed)
+    found = buckets(metrics, "capture")
+    assert (found["count"], found["+Inf"]) == (changes, changes)
+    assert found["sum"] == pytest.approx(changes * year_ms / 1000, rel=1e-9)
