@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,7 +41,7 @@ def main() -> None:
             if demo.poll() is not None:
                 sys.exit(f"the demo exited:\n{log.read_text()[-2000:]}")
             time.sleep(2)
-        rows = []
+        rows: list[tuple[str, str | None, dict[str, Any] | None]] = []
         for name in args.scenario or [name for name, scenario in SCENARIOS.items() if scenario.check is None]:
             report_file = work / f"{name}.json"
             done = subprocess.run([DEMO, "--scenario", name, "--report", str(report_file)], cwd=work,

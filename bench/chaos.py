@@ -106,7 +106,7 @@ class Fault:
 
 _CONNECT = (("CdcwatchTargetDown", {"collector": "connect"}), ("CdcwatchTargetDown", {"collector": "debezium"}))
 _KAFKA = (("CdcwatchTargetDown", {"collector": "kafka"}),)
-_SPARK = (("CdcwatchEndpointDown", {"job": "cdcwatch-spark"}), ("CdcSparkDriverAbsent", {}),
+_SPARK: tuple[tuple[str, dict[str, str]], ...] = (("CdcwatchEndpointDown", {"job": "cdcwatch-spark"}), ("CdcSparkDriverAbsent", {}),
           ("CdcSparkQueryFailed", {}))
 _CDCWATCH = (("CdcwatchEndpointDown", {"job": "cdcwatch"}),)
 
@@ -244,7 +244,8 @@ def topic_duplicates(bootstrap: str) -> int:
     repeats = 0
     try:
         partitions = consumer.list_topics(CHANGES_TOPIC, timeout=10).topics[CHANGES_TOPIC].partitions
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(CHANGES_TOPIC, p), timeout=10)[1] for p in partitions}
+        ends = {p: int(consumer.get_watermark_offsets(TopicPartition(CHANGES_TOPIC, p), timeout=10)[1] or 0)
+                for p in partitions}
         consumer.assign([TopicPartition(CHANGES_TOPIC, p, 0) for p in partitions])
         remaining = {p for p, end in ends.items() if end > 0}
         while remaining:
@@ -253,9 +254,10 @@ def topic_duplicates(bootstrap: str) -> int:
                 continue
             if message.error():
                 raise RuntimeError(str(message.error()))
-            if message.offset() >= ends[message.partition()] - 1:
-                remaining.discard(message.partition())
-            if message.offset() >= ends[message.partition()]:
+            offset, partition = message.offset() or 0, message.partition()
+            if offset >= ends[partition] - 1:
+                remaining.discard(partition)
+            if offset >= ends[partition]:
                 continue
             try:
                 event = decode(message.key(), message.value(), message.topic())

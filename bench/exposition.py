@@ -71,7 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     registry = Fixed(families(args.series))
     blocks = LabelBlocks()
-    ours, theirs = render_text(registry), generate_latest(registry)  # type: ignore[arg-type]
+    ours, theirs = render_text(registry), generate_latest(registry)
     identical = ours == theirs
     promtool = shutil.which("promtool")
     checked = "promtool missing"

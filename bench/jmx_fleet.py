@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.jmx_peer import AGENT_RULES, fetch, p95, stop_all, timed, verdict  # noqa: E402
+from bench.jmx_peer import AGENT_RULES, Server, fetch, p95, stop_all, timed, verdict  # noqa: E402
 from devstack.connect import ConnectWorker  # noqa: E402
 from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
@@ -53,7 +53,7 @@ def main() -> int:
     agent_jar = next(jvm_dir("jmx-exporter").glob("jmx_prometheus_javaagent-*.jar"))
     pg = PostgresServer(base / "pg", free_port())
     broker = KafkaBroker(base / "broker")
-    running: list = []
+    running: list[Server] = []
     serve = None
     try:
         pg.start()
@@ -119,7 +119,9 @@ def main() -> int:
         def scrape_agents() -> None:
             list(agents.map(fetch, agent_urls))
 
-        scrape_serve(), check_serve(), scrape_agents()  # warm-up: connections, first class loads
+        scrape_serve()  # warm-up: connections, first class loads
+        check_serve()
+        scrape_agents()
         timings: dict[str, list[float]] = {"cdcwatch serve /metrics (all targets)": [],
                                            "jmx_exporter agents /metrics (all, in parallel)": []}
         for _ in range(args.scrapes):  # interleaved: both see the same machine noise

@@ -36,7 +36,9 @@ from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
-from tests.integration.conftest import parse, value  # noqa: E402
+from tests.integration.conftest import Values, parse, value  # noqa: E402
+
+Server = PostgresServer | KafkaBroker | ConnectWorker
 
 TARGET_COLLECT_SECONDS = 0.010
 TARGET_RSS_MIB = 200.0
@@ -80,7 +82,7 @@ def p95(samples: list[float]) -> float:
     return sorted(samples)[int(0.95 * (len(samples) - 1))]
 
 
-def sample(values: dict, metric: str, labels: dict[str, str]) -> float | None:
+def sample(values: Values, metric: str, labels: dict[str, str]) -> float | None:
     """The one sample of `metric` whose labels include `labels` (jmx_exporter's labels include `name`)."""
     found = [v for (n, ls), v in values.items() if n == metric and set(labels.items()) <= set(ls)]
     return found[0] if len(found) == 1 else None
@@ -101,7 +103,7 @@ def verdict(name: str, title: str, timings: dict[str, list[float]], checks: dict
     return 0 if all(checks.values()) else 1
 
 
-def stop_all(serve: subprocess.Popen[bytes] | None, running: list) -> None:
+def stop_all(serve: subprocess.Popen[bytes] | None, running: list[Server]) -> None:
     """Stop `cdcwatch serve` and then the servers, last started first."""
     if serve is not None:
         serve.terminate()
@@ -126,7 +128,7 @@ def main() -> int:
     pg = PostgresServer(base / "pg", free_port())
     broker = KafkaBroker(base / "broker")
     connectors = {}
-    running: list = []
+    running: list[Server] = []
     serve = None
     try:
         pg.start()

@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.procs import free_port, port_open, wait_for  # noqa: E402
-from tests.integration.conftest import parse, value  # noqa: E402
+from tests.integration.conftest import Values, parse, value  # noqa: E402
 
 TOPIC = "benchsrv.public.rows"
 TARGET_P50_SECONDS = 0.25
@@ -108,12 +108,12 @@ def main() -> None:
                 body = bytes(response.read())
                 return gzip.decompress(body) if response.headers.get("Content-Encoding") == "gzip" else body
 
-        def checked(body: bytes) -> dict:
+        def checked(body: bytes) -> Values:
             values = parse(body.decode())
             assert value(values, "cdcwatch_up", collector="kafka", target="bench") == 1, "the kafka collection failed"
             return values
 
-        def scrape() -> dict:
+        def scrape() -> Values:
             return checked(fetch())
 
         def timed_scrape() -> float:

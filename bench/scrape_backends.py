@@ -70,8 +70,11 @@ def main() -> None:
             process, port = serve(base, dbz.jmx_url, backend)
             processes.append(process)
             if backend == "jpype":  # both beans present and streaming before timing
-                wait_for(lambda port=port: b"cdcwatch_debezium_connected" in urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/metrics", timeout=30).read(), 60, "streaming bean")
+                def streaming(port: int = port) -> bool:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+                        return b"cdcwatch_debezium_connected" in response.read()
+
+                wait_for(streaming, 60, "streaming bean")
             times = scrape_times(port, backend, args.scrapes)
             results[backend] = (statistics.median(times), statistics.quantiles(times, n=20)[18], rss_mib(process.pid))
         print(f"{'backend':10} {'p50 ms':>8} {'p95 ms':>8} {'RSS MiB':>8}   ({args.scrapes} scrapes of /metrics each)")

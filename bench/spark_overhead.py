@@ -96,11 +96,11 @@ def main() -> int:
         spark.stop()
     finally:
         broker.stop()
-    plain, instrumented = statistics.median(timings[False]), statistics.median(timings[True])
+    plain, observed = statistics.median(timings[False]), statistics.median(timings[True])
     cost = 1 - statistics.median(ratios)
     print(f"{args.events} events from Kafka, {args.rounds} rounds, {args.batch} per micro-batch, master {args.master}")
     print(f"  plain        {args.events / plain:>10,.0f} events/s  ({plain:.2f} s)")
-    print(f"  instrumented {args.events / instrumented:>10,.0f} events/s  ({instrumented:.2f} s)")
+    print(f"  instrumented {args.events / observed:>10,.0f} events/s  ({observed:.2f} s)")
     print(f"  cost         {cost:+.1%} of events/s, median of per-round ratios "
           f"(spread {1 - max(ratios):+.1%} .. {1 - min(ratios):+.1%})")
     expected = args.events * (args.rounds + 1)  # every instrumented run, the warm-up's included

@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -58,6 +58,10 @@ def mariadb(stack_dir: Path) -> Iterator[MariaDbServer]:
     server.stop()
 
 
+Values = dict[tuple[str, frozenset[tuple[str, str]]], float]
+"""Samples of a scrape: (name, its labels as a set of pairs) -> value."""
+
+
 class Serve:
     """A running `cdcwatch serve` process and a way to scrape it."""
 
@@ -75,10 +79,10 @@ class Serve:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=timeout) as response:
             return response.read().decode()
 
-    def scrape(self) -> dict[tuple[str, frozenset], float]:
+    def scrape(self) -> Values:
         return parse(self.text())
 
-    def timed_scrape(self) -> tuple[dict[tuple[str, frozenset], float], float]:
+    def timed_scrape(self) -> tuple[Values, float]:
         started = time.monotonic()
         values = self.scrape()
         return values, time.monotonic() - started
@@ -88,7 +92,7 @@ class Serve:
         self.process.wait(30)
 
 
-def parse(text: str) -> dict[tuple[str, frozenset], float]:
+def parse(text: str) -> Values:
     return {(s.name, frozenset(s.labels.items())): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
@@ -111,7 +115,7 @@ def process_start_time(pid: int) -> float:
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
-def value(values: dict, name: str, **labels: str) -> float | None:
+def value(values: Values, name: str, **labels: str) -> float | None:
     """The one sample of `name` whose labels include `labels` (None if absent)."""
     found = [v for (n, ls), v in values.items() if n == name and set(labels.items()) <= set(ls)]
     assert len(found) <= 1, f"{name}{labels} matches {len(found)} series"
@@ -119,7 +123,7 @@ def value(values: dict, name: str, **labels: str) -> float | None:
 
 
 @pytest.fixture
-def serve_factory(stack_dir: Path) -> Iterator:
+def serve_factory(stack_dir: Path) -> Iterator[Callable[..., Serve]]:
     started: list[Serve] = []
 
     def make(config_text: str, *args: str) -> Serve:
