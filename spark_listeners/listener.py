@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry, push_to_gateway, start_http_ser
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from cdcwatch.spark.metrics import SparkMetrics
-from spark_listeners.instrument import OBSERVATION
+from cdcwatch.spark.observation import merge_summaries
+from spark_listeners.instrument import OBSERVATION, SUMMARIES
 
 __all__ = ["CdcMetricsListener"]
 
@@ -62,7 +63,7 @@ class CdcMetricsListener(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         progress = event.progress
         observed_row = progress.observedMetrics.get(OBSERVATION) if progress.observedMetrics else None
-        observed = observed_row.asDict() if observed_row is not None else None
+        observed = merge_summaries(observed_row[SUMMARIES]) if observed_row is not None else None
         self.metrics.progress(self._name(progress), json.loads(progress.json), observed)
         self._push()
 

@@ -16,8 +16,9 @@ Latency by stage splits the way of every row change into four contiguous stages,
   the offsets are committed), the same for every change of the batch.
 
 `decode_events` puts every change's capture, produce and queue in whole µs and their bucket codes into
-`stage_latency` (vectorized over each Arrow batch); `instrument` counts the codes and sums the latencies
-in its `observe`; apply is added here from the batch's progress. A stage whose two ends come from
+`stage_latency` and counts the codes and sums the latencies of each Arrow batch into its `batch_summary`
+(vectorized); `instrument` observes those summaries and `merge_summaries` adds them up per micro-batch;
+apply is added here from the batch's progress. A stage whose two ends come from
 different clocks can come out negative: it counts as 0 s and in `cdcwatch_spark_clock_skew_changes_total`.
 Where the sink reports the stages of the changes it took as new (`SinkOutcome.stages`, as `PostgresTarget`
 does), the histograms count those alone: a re-delivery after a connector restart, whose capture to queue spans
@@ -190,7 +191,7 @@ class SinkOutcome:
     alone, so a re-delivery after a connector restart never raises it. None: the lag is measured on every
     change the batch read.
 
-    `stages`: the latency by stage of those new changes, keyed as `instrument` observes a batch: `changes` (how
+    `stages`: the latency by stage of those new changes, keyed as `merge_summaries` returns a batch: `changes` (how
     many), `stage_codes(stage)` ((bucket code, changes) pairs of capture, produce, queue) and
     `stage_sum(stage, timestamp_type)` (µs, negative ones as 0). Reported with the batch id, the stage
     histograms count those changes alone; None: every change the batch read."""

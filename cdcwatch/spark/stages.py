@@ -1,6 +1,6 @@
-"""The stages of a row change's latency, their histogram buckets and the names the observed aggregates
-carry: shared by `decode_events` and `instrument` (in the executors, so no dependency beyond the standard
-library) and the listener's `SparkMetrics`."""
+"""The stages of a row change's latency, their histogram buckets and the names the batch summaries
+carry: shared by `decode_events` (in the executors, so no dependency beyond the standard library),
+`merge_summaries` and the listener's `SparkMetrics`."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ CREATE INDEX IF NOT EXISTS staging_batch ON {s}.staging (batch_id);
 
 
 def _stages_sql() -> str:
-    """The new changes' latency by stage as one JSON object, keyed as `instrument` observes a batch: per stage the
+    """The new changes' latency by stage as one JSON object, keyed as `merge_summaries` returns a batch: per stage the
     (code, changes) pairs, per (stage, timestamp type) the sum of the latencies in µs, negative ones as 0."""
     parts = ["'changes', (SELECT count(*) FROM fresh)"]
     for stage in PER_CHANGE_STAGES:

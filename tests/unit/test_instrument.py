@@ -43,6 +43,22 @@ def decode(records: list[dict], batch_time: float) -> list[tuple]:
     return [tuple(row[name] for name in EVENT_SCHEMA.fieldNames()) for row in out]
 
 
+def stages_of(row: tuple) -> dict:
+    """The `stage_latency` of a decoded row."""
+    from spark_listeners.decode import EVENT_SCHEMA
+
+    return row[EVENT_SCHEMA.fieldNames().index("stage_latency")]
+
+
+def observe(spark, rows: list[tuple]) -> dict:
+    """What the listener makes of what `instrument` observes over decoded rows: the merged summaries."""
+    from cdcwatch.spark.observation import merge_summaries
+    from spark_listeners.decode import EVENT_SCHEMA
+    from spark_listeners.instrument import SUMMARIES, _observations
+
+    return merge_summaries(spark.createDataFrame(rows, EVENT_SCHEMA).agg(*_observations()).collect()[0][SUMMARIES])
+
+
 def decoded_rows() -> list[tuple]:
     """The recorded PostgreSQL and MySQL events as decode_events makes them, and a malformed record."""
     records = [json.loads(line) for name in ("postgres-events.jsonl", "mysql-events.jsonl")
@@ -59,7 +75,7 @@ def test_instrument_leaves_rows_and_schema_unchanged(spark) -> None:
 
     rows = decoded_rows()
     assert {row[3] for row in rows} >= {"data", "tombstone", "malformed"}
-    assert any(row[-1]["queue_code"] is not None for row in rows)
+    assert any(stages_of(row)["queue_code"] is not None for row in rows)
     events = spark.createDataFrame(rows, EVENT_SCHEMA)
     observed = instrument(events)
     assert observed.schema == events.schema
@@ -91,7 +107,7 @@ def test_decode_puts_each_stage_of_a_change_in_its_bucket() -> None:
 
     kafka_ms = 1_795_304_600_000
     rows = decode(kafka_records(kafka_ms), kafka_ms / 1000 + 45.0)
-    stages = [row[-1] for row in rows]
+    stages = [stages_of(row) for row in rows]
     assert [(s["capture_us"], s["produce_us"], s["queue_us"]) for s in stages] == [
         (250_000, 10_000, 45_000_000), (3000, -40_000, 45_000_000), (-1_500_000, 600_000, 45_000_000),
         (45_000_000, 1_000_000, 45_000_000), (700_000, None, None), (None, None, None), (None, None, None)]
@@ -102,22 +118,17 @@ def test_decode_puts_each_stage_of_a_change_in_its_bucket() -> None:
 
 
 def test_stage_aggregates_count_each_change_in_its_bucket(spark) -> None:
-    """What the listener makes of the observed aggregates over decoded rows: the histograms the decoded
-    latencies call for, to the microsecond; the batch's start is the query's own time."""
-    import time
-
+    """What the listener makes of the observed summaries of decoded rows: the histograms the decoded
+    latencies call for, to the microsecond; the batch's start is the micro-batch's."""
     from cdcwatch.spark.metrics import SparkMetrics
-    from spark_listeners.decode import EVENT_SCHEMA
-    from spark_listeners.instrument import _observations
     from tests.unit.test_spark_metrics import BATCH, Clock, buckets
 
     kafka_ms = 1_795_304_600_000
     rows = decode(kafka_records(kafka_ms), kafka_ms / 1000 + 45.0)
-    started = time.time()
-    observed = spark.createDataFrame(rows, EVENT_SCHEMA).agg(*_observations()).collect()[0].asDict()
-    finished = time.time()
-    assert started - 0.001 <= observed["batch_time"] <= finished
-    metrics = SparkMetrics(Clock(finished))
+    observed = observe(spark, rows)
+    assert observed["batch_time"] == kafka_ms / 1000 + 45.0
+    assert (observed["events"], observed["changes"], observed["malformed"]) == (7, 5, 1)
+    metrics = SparkMetrics(Clock(kafka_ms / 1000 + 46.0))
     metrics.progress("q", BATCH, observed)
     assert buckets(metrics, "capture") == {"0.01": 2, "0.25": 3, "0.5": 3, "1.0": 4, "60.0": 5, "600.0": 5, "+Inf": 5,
                                            "count": 5, "sum": 45.953, "skew": 1}
@@ -156,8 +167,7 @@ def test_a_ticdc_watermark_is_idle_evidence_by_its_commit_time(spark) -> None:
     """A TiCDC WATERMARK (the protocol document's example, its commit_ts set 2 s before the Kafka timestamp) says
     every change before it was sent: the batch's newest heartbeat is its commit time. A TiCDC row change in the
     same batch, later than it, is no such evidence."""
-    from spark_listeners.decode import EVENT_SCHEMA, WATERMARK
-    from spark_listeners.instrument import _observations
+    from spark_listeners.decode import WATERMARK
     from tests.seed_examples import seed_example
 
     ticdc = "003_7c7f64400a859d22.txt"
@@ -175,19 +185,19 @@ def test_a_ticdc_watermark_is_idle_evidence_by_its_commit_time(spark) -> None:
                     change)])]
     rows = decode(records, kafka_ms / 1000 + 1.0)
     assert [(row[3], row[4]) for row in rows] == [(WATERMARK, "m"), ("data", "u")]
-    observed = spark.createDataFrame(rows, EVENT_SCHEMA).agg(*_observations()).collect()[0].asDict()
+    observed = observe(spark, rows)
     assert observed["newest_heartbeat"] == (kafka_ms - 2000) / 1000
     assert observed["newest_commit"] == (kafka_ms - 500) / 1000
 
 
-def test_a_backlog_of_year_old_changes_in_one_batch_still_sums(spark) -> None:
-    """A topic replayed a year late, 300,000 changes in one micro-batch: their capture latencies add up past a
-    long's range (9.2e18 µs), yet the batch's stage sum is there and the query keeps running."""
-    from pyspark.sql import functions as F
+def test_a_backlog_of_year_old_changes_in_one_batch_still_sums() -> None:
+    """A topic replayed a year late, 300,000 changes in one Arrow batch: their capture latencies add up past a
+    long's range (9.2e18 µs), yet the batch's stage sum is there, and counted in the listener's histogram."""
+    import pyarrow as pa
 
     from cdcwatch.spark.metrics import SparkMetrics
-    from spark_listeners.decode import EVENT_SCHEMA
-    from spark_listeners.instrument import _observations
+    from cdcwatch.spark.observation import merge_summaries
+    from spark_listeners.decode import EVENT_SCHEMA, _Stages, batch_summary
     from tests.change_events import change_event
     from tests.unit.test_spark_metrics import BATCH, Clock, buckets
 
@@ -195,9 +205,11 @@ def test_a_backlog_of_year_old_changes_in_one_batch_still_sums(spark) -> None:
     key, value = change_event("shop", "items", 1, kafka_ms - year_ms, kafka_ms, 100)
     rows = decode([{"topic": "shop.public.items", "partition": 0, "offset": 0, "key": key, "value": value,
                     "timestamp": kafka_ms / 1000, "timestampType": 0}], kafka_ms / 1000 + 1.0)
-    assert rows[0][-1]["capture_us"] == year_ms * 1000
-    backlog = spark.createDataFrame(rows, EVENT_SCHEMA).crossJoin(spark.range(changes).select(F.col("id").alias("copy")))
-    observed = backlog.drop("copy").agg(*_observations()).collect()[0].asDict()
+    assert stages_of(rows[0])["capture_us"] == year_ms * 1000
+    backlog = pa.Table.from_pylist([dict(zip(EVENT_SCHEMA.fieldNames(), rows[0], strict=True))] * changes)
+    columns = {name: backlog.column(name).combine_chunks() for name in backlog.column_names}
+    batch_time = pa.array([kafka_ms / 1000 + 1.0] * changes)
+    observed = merge_summaries([batch_summary(columns, _Stages(columns, batch_time), batch_time)])
     metrics = SparkMetrics(Clock(kafka_ms / 1000 + 2.0))
     metrics.progress("q", BATCH, observed)
     found = buckets(metrics, "capture")
