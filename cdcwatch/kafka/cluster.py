@@ -157,6 +157,8 @@ class ClusterState:
     read_at: float
     retention: dict[str, Retention] = field(default_factory=dict)
     """Topic → its retention, where known (filled in by `ClusterReader.retention` after the other reads)."""
+    leaders: dict[Partition, int] = field(default_factory=dict)
+    """Partition → the broker id of its leader, as the metadata said."""
 
 
 class ClusterReader:
@@ -175,6 +177,7 @@ class ClusterReader:
         metadata = self.admin.list_topics(timeout=_left(deadline))
         partitions = {name: len(topic.partitions) for name, topic in metadata.topics.items()
                       if topic.error is None and self.cluster.topics.matches(name)}
+        leaders = {(name, p): found.leader for name in partitions for p, found in metadata.topics[name].partitions.items()}
         wanted = [TopicPartition(topic, p) for topic, count in partitions.items() for p in range(count)]
         if self.cluster.retention:
             self.retention_settings.request(self.admin, partitions, deadline)
@@ -192,7 +195,7 @@ class ClusterReader:
         groups = [self._group(name, listed[name], described.get(name), commits[name], partitions, deadline)
                   for name in names]
         return ClusterState(partitions, _offsets(starts, deadline), _offsets(ends, deadline),
-                            [group for group in groups if group.committed], time.time())
+                            [group for group in groups if group.committed], time.time(), leaders=leaders)
 
     def _list_offsets(self, wanted: list[TopicPartition], spec: OffsetSpec, deadline: float) -> dict[Any, Future[Any]]:
         if not wanted:

@@ -175,7 +175,7 @@ class KafkaCollector:
         for where, end in state.end.items():
             self.history[where].add(state.read_at, end)
         rows = self._rows(state)
-        found = self.messages.read(self._pending_timestamps(rows), self._newest_offsets(state), deadline)
+        found = self.messages.read(self._pending_timestamps(rows), self._newest_offsets(state), deadline, state.leaders)
         newest = self._newest_commit_times(found.newest)
         if self.cluster.lag_seconds:
             self._lag_seconds(rows, state, found.timestamps)

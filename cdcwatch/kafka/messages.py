@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.events import EventDecodeError, decode
@@ -77,6 +78,7 @@ def _written(message: Message, topic: str) -> tuple[float, str]:
 
 
 CONSUME_WAIT_SECONDS = 0.01
+WAKE_TIMEOUT_SECONDS = 0.5
 SEEK_GAP = 500
 """Read through gaps up to this many messages between two wanted offsets of a partition; seek over longer ones."""
 
@@ -95,19 +97,21 @@ class MessageReader:
         self.reads: dict[str, int] = caches_from.reads if caches_from else {"cache": 0, "broker": 0}
         """Messages asked for, by where the answer came from (exported as a counter)."""
 
-    def read(self, timestamps: list[At], newest: list[At], deadline: float) -> Lookup:
+    def read(self, timestamps: list[At], newest: list[At], deadline: float,
+             leaders: Mapping[tuple[str, int], int] | None = None) -> Lookup:
         """What the messages at the wanted offsets say, from the caches or from one pass over the partitions.
 
         `timestamps`: when the message at each offset was written, in seconds, and how that is known
         (`timestamp`: the broker's message timestamp; `payload`: where the broker keeps none, Kafka
         < 0.10, a Debezium event's own `payload.ts_ms`, when the connector emitted it; None: neither).
         `newest`: the decoded source commit time and server of the message at each offset (a
-        partition's newest). Offsets not read before the deadline are left out.
+        partition's newest). Offsets not read before the deadline are left out. `leaders` (partition → leader
+        broker id) lets the fetch start at once on every broker (see `_wake`).
         """
         missing_stamps = [at for at in timestamps if at not in self.timestamps]
         missing_newest = [at for at in newest if at not in self.newest]
         self.reads["cache"] += len(timestamps) - len(missing_stamps) + len(newest) - len(missing_newest)
-        fetched = self._fetch(missing_stamps + missing_newest, deadline)
+        fetched = self._fetch(missing_stamps + missing_newest, deadline, leaders or {})
         for at in missing_stamps:
             if (message := fetched.get(at)) is not None:
                 self.timestamps.put(at, _written(message, at[0]))
@@ -122,7 +126,7 @@ class MessageReader:
                   for at in timestamps if (stamp := self.timestamps.get(at)) is not None}
         return Lookup(stamps, {at: change for at in newest if (change := self.newest.get(at)) is not None})
 
-    def _fetch(self, wanted: list[At], deadline: float) -> dict[At, Message]:
+    def _fetch(self, wanted: list[At], deadline: float, leaders: Mapping[tuple[str, int], int]) -> dict[At, Message]:
         """The messages at the wanted offsets that could be read before the deadline.
 
         Each partition is read forward from its smallest wanted offset, seeking over gaps longer
@@ -136,6 +140,7 @@ class MessageReader:
         assignment = [TopicPartition(t, p, offsets[0]) for (t, p), offsets in plan.items()]
         self.consumer.assign(assignment)
         self.consumer.resume(assignment)  # librdkafka keeps a partition paused by an earlier fetch
+        self._wake(assignment, leaders, deadline)
         got: dict[At, Message] = {}
         try:
             while plan and time.monotonic() < deadline:
@@ -171,6 +176,22 @@ class MessageReader:
             self.consumer.unassign()
         self.reads["broker"] += len(got)
         return got
+
+    def _wake(self, assignment: list[TopicPartition], leaders: Mapping[tuple[str, int], int], deadline: float) -> None:
+        """One request to each leader broker of the assignment. A partition assigned again on the broker that led
+        it before starts fetching only when that broker's thread next wakes up, up to a second later; a request
+        (ListOffsets of one partition, a millisecond) wakes it now. Only a wake-up: its answer and errors are
+        not used."""
+        first: dict[int, TopicPartition] = {}
+        for tp in assignment:
+            first.setdefault(leaders.get((tp.topic, tp.partition), -1), tp)
+        for tp in first.values():
+            try:
+                self.consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
+                                                    timeout=min(WAKE_TIMEOUT_SECONDS, max(deadline - time.monotonic(), 0.0)),
+                                                    cached=False)
+            except KafkaException:
+                pass
 
     def _done(self, plan: dict[tuple[str, int], list[int]], where: tuple[str, int]) -> None:
         plan.pop(where, None)
