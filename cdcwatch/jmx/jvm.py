@@ -38,13 +38,17 @@ def set_response_timeout(seconds: float) -> None:
 
 def ensure_jvm() -> None:
     """Start the client JVM once; RMI calls that get no answer fail after the response timeout. Its default
-    SSLContext trusts what `trust_ca_files` last set (the JVM's default CAs until then)."""
+    SSLContext trusts what `trust_ca_files` last set (the JVM's default CAs until then). A small heap that
+    grows as needed, collected by the serial collector: a JMX client's heap stays small, and G1's own
+    structures cost the exporter's RSS 15–40 MiB more at 10 targets."""
     with _lock:
         if jpype.isJVMStarted():
             return
         millis = int(_response_timeout_seconds * 1000)
         jpype.startJVM(
+            "-Xms8m",
             "-Xmx128m",
+            "-XX:+UseSerialGC",
             "-Xrs",
             "-Djava.awt.headless=true",
             f"-Dsun.rmi.transport.tcp.responseTimeout={millis}",
