@@ -200,7 +200,8 @@ def main() -> None:
               f"p95 {percentile(collections, 0.95):.3f}s  (cdcwatch_scrape_duration_seconds)")
         print(f"kafka-consumer-groups --all    p50 {peer_p50:.3f}s  p95 {percentile(peer, 0.95):.3f}s  (a JVM per run)")
         print(f"ratio cdcwatch / peer          {p50 / peer_p50:.2f}x")
-        plot = save_timings("kafka_lag", f"{args.groups} groups x {args.partitions} partitions, {args.granularity} "
+        name = "kafka_lag" if args.granularity == "partition" else f"kafka_lag_{args.granularity}"
+        plot = save_timings(name, f"{args.groups} groups x {args.partitions} partitions, {args.granularity} "
                             "granularity, offsets moving",
                             {"cdcwatch /metrics": [s * 1000 for s in ours],
                              "kafka-consumer-groups --all": [s * 1000 for s in peer]},

@@ -4,6 +4,7 @@ watcher reload the configuration, SIGTERM and SIGINT stop serving."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import socket
@@ -159,8 +160,17 @@ class Service:
             self.exporter.close()
 
 
+GC_THRESHOLDS = (10_000, 10, 10)
+"""The cyclic garbage collector's thresholds while serving (Python's default: 700, 10, 10). A scrape allocates
+a sample, a label dict and more per series and keeps them until the answer is written, so at the default
+they survive into the oldest generation and a large scrape (41,000 series) set off one or two full
+collections, 50–130 ms of its 250 ms; at 10,000 the collector takes about 10 ms a scrape. Memory is freed
+by reference counting either way; only cycles wait longer."""
+
+
 def serve(config_path: str | Path, config: Config, address: str, port: int, web_config_file: str | None = None,
           watch_interval: float = 0.0) -> None:
     """`cdcwatch serve`: serve `config` until SIGTERM or SIGINT (see Service); ConfigError or ListenError first
     when the web config is bad or the address cannot be bound."""
+    gc.set_threshold(*GC_THRESHOLDS)
     Service(config_path, config, address, port, web_config_file, watch_interval).run()
