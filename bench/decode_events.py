@@ -15,11 +15,15 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cdcwatch.events import decode
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.plots import save_timings  # noqa: E402
+from cdcwatch.events import decode  # noqa: E402
 
 SHARED = Path(os.environ.get("CDCWATCH_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 RECORDED = SHARED / "fixtures" / "real-debezium-3.6.3"
@@ -66,6 +70,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     print(f"{'format':<14}{'events':>9}{'json.loads ev/s':>18}{'decode ev/s':>14}{'ratio':>8}")
+    timings: dict[str, list[float]] = {}
     for with_schema in (True, False):
         base = recorded_records(with_schema)
         records = (base * (args.events // len(base) + 1))[:args.events]
@@ -76,8 +81,13 @@ def main() -> None:
         loads_s, decode_s = statistics.median(baseline), statistics.median(decoded)
         ratio = decode_s / loads_s
         label = "schema+payload" if with_schema else "payload only"
+        timings[f"json.loads, {label}"] = [t * 1000 for t in baseline]
+        timings[f"decode, {label}"] = [t * 1000 for t in decoded]
         print(f"{label:<14}{len(records):>9}{len(records) / loads_s:>18,.0f}{len(records) / decode_s:>14,.0f}"
               f"{ratio:>7.2f}x  {'ok' if ratio <= 2 else 'OVER TARGET (2x)'}")
+    plot = save_timings("decode_events", f"{args.events:,} recorded change events, {args.rounds} rounds", timings)
+    if plot:
+        print(f"plot: {plot}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.plots import save_timings  # noqa: E402
 from devstack.debezium import DebeziumProcess, postgres_connector_properties  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
@@ -66,6 +67,7 @@ def main() -> None:
     try:
         dbz.start()
         results = {}
+        timings: dict[str, list[float]] = {}
         for backend in ("jpype", "jmxquery"):
             process, port = serve(base, dbz.jmx_url, backend)
             processes.append(process)
@@ -76,6 +78,7 @@ def main() -> None:
 
                 wait_for(streaming, 60, "streaming bean")
             times = scrape_times(port, backend, args.scrapes)
+            timings[f"{backend} /metrics"] = [t * 1000 for t in times]
             results[backend] = (statistics.median(times), statistics.quantiles(times, n=20)[18], rss_mib(process.pid))
         print(f"{'backend':10} {'p50 ms':>8} {'p95 ms':>8} {'RSS MiB':>8}   ({args.scrapes} scrapes of /metrics each)")
         for backend, (p50, p95, rss) in results.items():
@@ -83,6 +86,9 @@ def main() -> None:
         ratio = results["jmxquery"][0] / results["jpype"][0]
         print(f"jmxquery / jpype p50 ratio: {ratio:.1f}x  (target >= 10x; jpype p50 target <= 50 ms: "
               f"{'met' if results['jpype'][0] <= 0.05 else 'NOT met'})")
+        plot = save_timings("scrape_backends", "One Debezium connector, full scrapes by JMX backend", timings, target=50)
+        if plot:
+            print(f"plot: {plot}")
     finally:
         for process in processes:
             process.terminate()
