@@ -39,35 +39,49 @@ class WindowSample(NamedTuple):
 
 
 class StatusWindow:
-    """The last `size` samples of one group partition, no older than `max_age` seconds."""
+    """The last `size` samples of one group partition, no older than `max_age` seconds.
+
+    The adjacent pairs where the committed offset went back (`rewinds`) and where the lag shrank (`shrinks`) are
+    counted as samples come and go, so `status` is constant time: it runs for every group partition on every
+    scrape."""
 
     def __init__(self, size: int, max_age: float) -> None:
-        self.samples: deque[WindowSample] = deque(maxlen=size)
+        self.samples: deque[WindowSample] = deque()
+        self.size = size
         self.max_age = max_age
+        self.rewinds = 0
+        self.shrinks = 0
+
+    def _count(self, older: WindowSample, newer: WindowSample, sign: int) -> None:
+        self.rewinds += sign * (newer.committed < older.committed)
+        self.shrinks += sign * (newer.lag < older.lag)
+
+    def _drop_oldest(self) -> None:
+        oldest = self.samples.popleft()
+        if self.samples:
+            self._count(oldest, self.samples[0], -1)
 
     def add(self, sample: WindowSample) -> None:
-        self.samples.append(sample)
-        while self.samples and sample.at - self.samples[0].at > self.max_age:
-            self.samples.popleft()
+        samples = self.samples
+        if samples:
+            self._count(samples[-1], sample, 1)
+        samples.append(sample)
+        while len(samples) > self.size or sample.at - samples[0].at > self.max_age:
+            self._drop_oldest()
 
     def status(self, has_members: bool) -> ConsumerStatus:
-        """One pass over the window (this runs for every group partition on every scrape)."""
+        """The table above, over the window: with no rewind the committed offsets never decrease, so the
+        offset moved if and only if the last differs from the first."""
         samples = self.samples
         if not samples:
             return ConsumerStatus.OK
-        first = previous = samples[0]
-        moved, lag_never_shrank = False, True
-        for sample in samples:
-            if sample.committed < previous.committed:
-                return ConsumerStatus.REWIND
-            moved = moved or sample.committed != first.committed
-            lag_never_shrank = lag_never_shrank and sample.lag >= previous.lag
-            previous = sample
-        last = previous
+        if self.rewinds:
+            return ConsumerStatus.REWIND
+        first, last = samples[0], samples[-1]
         if len(samples) < 3 or last.lag == 0:
             return ConsumerStatus.OK
-        if not moved:
+        if last.committed == first.committed:
             return ConsumerStatus.STALL if has_members else ConsumerStatus.STOP
-        if lag_never_shrank and last.lag > first.lag:
+        if not self.shrinks and last.lag > first.lag:
             return ConsumerStatus.WARN
         return ConsumerStatus.OK

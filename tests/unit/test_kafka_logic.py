@@ -4,10 +4,13 @@ topics' retention settings."""
 from __future__ import annotations
 
 from concurrent.futures import Future
+from itertools import pairwise
 
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cdcwatch.kafka.cluster import Retention, RetentionSettings, retention_of
 from cdcwatch.kafka.collector import KAFKA_METRICS
@@ -35,6 +38,39 @@ def window(samples: list[tuple[int, int]], size: int = 3) -> StatusWindow:
 ])
 def test_status(samples: list[tuple[int, int]], members: bool, expected: ConsumerStatus) -> None:
     assert window(samples).status(has_members=members) is expected
+
+
+def status_by_the_table(samples: list[WindowSample], has_members: bool) -> ConsumerStatus:
+    """The status table of cdcwatch.kafka.status, read literally over a whole window."""
+    pairs = list(pairwise(samples))
+    if any(newer.committed < older.committed for older, newer in pairs):
+        return ConsumerStatus.REWIND
+    if len(samples) < 3 or samples[-1].lag == 0:
+        return ConsumerStatus.OK
+    if all(s.committed == samples[0].committed for s in samples):
+        return ConsumerStatus.STALL if has_members else ConsumerStatus.STOP
+    if all(newer.lag >= older.lag for older, newer in pairs) and samples[-1].lag > samples[0].lag:
+        return ConsumerStatus.WARN
+    return ConsumerStatus.OK
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from([-2, 0, 0, 1, 1, 2]), st.integers(0, 5)), max_size=40),
+       st.integers(1, 6), st.integers(5, 60), st.booleans())
+def test_the_window_keeps_its_status_as_samples_come_and_go(
+        steps: list[tuple[int, int, int]], size: int, max_age: int, members: bool) -> None:
+    """After every sample, the status equals the table's over the samples still in the window (the last
+    `size`, none older than `max_age`), however offsets (mostly moving on, sometimes back), lags and gaps
+    between samples go."""
+    tracked, at, committed = StatusWindow(size, max_age=max_age), 0.0, 10
+    seen: list[WindowSample] = []
+    for gap, moved, lag in steps:
+        at, committed = at + gap, committed + moved
+        sample = WindowSample(at, committed, lag)
+        tracked.add(sample)
+        seen.append(sample)
+        kept = [s for s in seen[-size:] if at - s.at <= max_age]
+        assert list(tracked.samples) == kept
+        assert tracked.status(has_members=members) is status_by_the_table(kept, members)
 
 
 def test_old_samples_leave_the_window() -> None:
