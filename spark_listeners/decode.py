@@ -46,8 +46,8 @@ from cdcwatch.spark.stages import (
     stage_sum,
 )
 
-__all__ = ["BATCH_SUMMARY_SCHEMA", "EVENT_SCHEMA", "STAGE_LATENCY_SCHEMA", "decode_batches", "decode_events",
-           "stage_latency"]
+__all__ = ["BATCH_SUMMARY_SCHEMA", "EVENT_SCHEMA", "ROW_CHANGES", "STAGE_LATENCY_SCHEMA", "decode_batches",
+           "decode_events"]
 
 STAGE_LATENCY_SCHEMA = StructType([StructField(name, LongType() if name.endswith("_us") else IntegerType())
                                    for name in STAGE_LATENCY_FIELDS])
@@ -94,7 +94,8 @@ EVENT_SCHEMA = StructType([
 _NAMES = [field.name for field in EVENT_SCHEMA.fields]
 _ROW_NAMES = _NAMES[:-2]
 """What `_row` makes of one record; `stage_latency` and `batch_summary` come from the whole batch."""
-_ROW_CHANGES = [op.value for op in ROW_OPS]
+ROW_CHANGES = [op.value for op in ROW_OPS]
+"""Debezium `op` codes of row changes, as the `op` column holds them."""
 WATERMARK = "watermark"
 """The `kind` of a TiCDC WATERMARK (the event model's kind `data`, op `m`): every change before its commit_ts was
 sent, so its commit time proves how far the source is caught up, like a heartbeat."""
@@ -133,7 +134,7 @@ class _Stages:
             return pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)  # null → NaN
 
         self.change = pc.fill_null(pc.and_(pc.equal(columns["kind"], "data"),
-                                           pc.is_in(columns["op"], pa.array(_ROW_CHANGES))), False).to_numpy(zero_copy_only=False)
+                                           pc.is_in(columns["op"], pa.array(ROW_CHANGES))), False).to_numpy(zero_copy_only=False)
         self.kafka_type = pc.fill_null(columns["kafka_timestamp_type"], -1).to_numpy(zero_copy_only=False)
         stamped = self.change & (self.kafka_type >= 0) & (self.kafka_type < len(TIMESTAMP_TYPES))
         self.commit = seconds(columns["commit_time"])
@@ -174,12 +175,6 @@ class _Stages:
                 counted &= self.kafka_type == TIMESTAMP_TYPES.index(timestamp_type)
             found[stage_sum(stage, timestamp_type)] = float(micros[counted].sum())
         return found
-
-
-def stage_latency(columns: dict[str, Any], batch_time: Any) -> Any:
-    """The `stage_latency` struct array of a batch of decoded rows (Arrow arrays by EVENT_SCHEMA name) read by
-    a micro-batch that started at `batch_time` (s since the epoch, per row)."""
-    return _Stages(columns, batch_time).struct()
 
 
 def _commit_points(commits: Any) -> list[float]:

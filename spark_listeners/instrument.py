@@ -5,17 +5,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from cdcwatch.events import ROW_OPS
-
-__all__ = ["OBSERVATION", "ROW_CHANGES", "SUMMARIES", "instrument"]
+__all__ = ["OBSERVATION", "SUMMARIES", "instrument"]
 
 OBSERVATION = "cdcwatch"
 """The name the listener reads in `progress.observedMetrics`."""
 SUMMARIES = "summaries"
 """The observed column: the `batch_summary` of every Arrow batch the micro-batch decoded."""
-
-ROW_CHANGES = [op.value for op in ROW_OPS]
-"""Debezium `op` codes of row changes, as the `op` column holds them."""
 
 
 def _observations() -> list[Column]:

@@ -187,9 +187,8 @@ class MessageReader:
             first.setdefault(leaders.get((tp.topic, tp.partition), -1), tp)
         for tp in first.values():
             try:
-                self.consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition),
-                                                    timeout=min(WAKE_TIMEOUT_SECONDS, max(deadline - time.monotonic(), 0.0)),
-                                                    cached=False)
+                self.consumer.get_watermark_offsets(
+                    tp, timeout=min(WAKE_TIMEOUT_SECONDS, max(deadline - time.monotonic(), 0.0)), cached=False)
             except KafkaException:
                 pass
 

@@ -87,7 +87,7 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
 
     from cdcwatch.spark.target import STAGED_COLUMNS, PostgresTarget
     from spark_listeners import decode_events, instrument
-    from spark_listeners.instrument import ROW_CHANGES
+    from spark_listeners.decode import ROW_CHANGES
 
     require_kafka_source(spark)
     target = PostgresTarget(settings.target_dsn, settings.target_schema)
