@@ -8,7 +8,8 @@ timed as Prometheus makes it (gzip, the whole answer read); parsing it here is n
 Target: cdcwatch p50 <= 250 ms at partition granularity.
 
 kafka_exporter, kminion and Burrow would be the natural peers, but the Go module proxy reachable
-here refuses all three (403), and Debian's Burrow 1.2.1 needs ZooKeeper: see the README.
+here refuses all three, and Debian's Burrow 1.2.1 cannot read a Kafka 4 broker (ListOffsets v0 was
+removed, and it cannot decode the offset-commit records): see docs/development.md.
 
     .venv/bin/python bench/kafka_lag.py [--groups 50] [--partitions 200] [--scrapes 15] [--granularity topic]
                                         [--profile]
