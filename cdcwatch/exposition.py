@@ -23,6 +23,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_legacy_metric_name
 
+from cdcwatch.families import LabelSet
+
 __all__ = ["LabelBlocks", "metrics_app", "render_text"]
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
@@ -122,7 +124,12 @@ def _family_text(metric: Metric, labels: LabelBlocks, values: dict[float, str], 
             text = _value(value)
             if value == value and value != 0:
                 values[value] = text
-        block = labels[(*sample_labels, *sample_labels.values())] if sample_labels else " "
+        if type(sample_labels) is LabelSet:  # kept from one scrape to the next: rendered once
+            block = sample_labels.block
+            if block is None:
+                block = sample_labels.block = labels[sample_labels.key] if sample_labels else " "
+        else:
+            block = labels[(*sample_labels, *sample_labels.values())] if sample_labels else " "
         if timestamp is None:
             route.append(f"{sample_name}{block}{text}\n")
         else:

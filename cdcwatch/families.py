@@ -9,8 +9,8 @@ from typing import Literal, Protocol
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-__all__ = ["Collection", "FamilyBuilder", "MetricSpec", "TargetCollector", "UndeclaredLabel", "metric_specs",
-           "referenced_specs"]
+__all__ = ["Collection", "FamilyBuilder", "LabelSet", "MetricSpec", "TargetCollector", "UndeclaredLabel",
+           "metric_specs", "referenced_specs"]
 
 _UNITS = ("seconds", "bytes")
 
@@ -63,6 +63,20 @@ def referenced_specs(specs: Iterable[MetricSpec]) -> tuple[MetricSpec, ...]:
     """The specs a table of rules refers to, each once by identity (the rules of one family share one spec
     object), for `metric_specs`: two specs of one name, even equal ones, are then an error."""
     return tuple({id(spec): spec for spec in specs}.values())
+
+
+class LabelSet(dict[str, str]):
+    """A sample's labels, built once and kept by its collector while the series exists; never changed once built.
+
+    `key` is the label names then the values, the renderer's lookup key; `block` is the rendered `{...} ` text,
+    which the renderer fills in at the first rendering (it depends on the content only)."""
+
+    __slots__ = ("block", "key")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[str, ...]) -> None:
+        super().__init__(zip(names, values, strict=True))
+        self.key = names + values
+        self.block: str | None = None
 
 
 class FamilyBuilder:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from prometheus_client.samples import Sample
 
 from cdcwatch.config import KafkaClusterConfig
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import Collection, FamilyBuilder, LabelSet, MetricSpec, metric_specs
 from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import At, MessageReader, NewestChange
@@ -114,6 +114,32 @@ Partition = tuple[str, int]
 _STATUS_CODES = {status: float(code) for status, code in SEVERITY.items()}
 
 
+class _SeriesLabels:
+    """The label sets of one group partition's series, kept from one scrape to the next (rendered once)."""
+
+    __slots__ = ("by_method", "server", "where", "with_server")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[str, ...], server: str) -> None:
+        self.server = server
+        self.where = LabelSet(names, values)
+        self.with_server = LabelSet((*names, "server"), (*values, server))
+        self.by_method: dict[str, LabelSet] = {}
+
+    def with_method(self, method: str) -> LabelSet:
+        found = self.by_method.get(method)
+        if found is None:
+            found = self.by_method[method] = LabelSet((*self.with_server, "method"), (*self.with_server.values(), method))
+        return found
+
+
+@dataclass(slots=True)
+class _Kept:
+    """What the collector keeps of one group partition while it is reported."""
+
+    window: StatusWindow
+    labels: _SeriesLabels | None = None
+
+
 @dataclass(slots=True)
 class _Row:
     """One group partition as reported this scrape."""
@@ -126,6 +152,7 @@ class _Row:
     lag_seconds: float | None = None
     method: str = ""
     status: ConsumerStatus = ConsumerStatus.OK
+    kept: _Kept | None = None
     margin: int | None = None
     """Committed offset minus log start offset."""
     runway: float | None = None
@@ -145,7 +172,7 @@ class KafkaCollector:
         self.reader = ClusterReader(cluster)
         self.messages = MessageReader(cluster)
         self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
-        self.windows: dict[tuple[str, str, int], StatusWindow] = {}
+        self.kept: dict[tuple[str, str, int], _Kept] = {}
         self.topic_server: dict[str, str] = {}
         self.dropped = 0
         self._server_patterns = [(re.compile(pattern), server) for pattern, server in cluster.topic_servers.items()]
@@ -254,15 +281,15 @@ class KafkaCollector:
                 row.used = row.lag_seconds / keep
 
     def _statuses(self, rows: list[_Row], now: float) -> None:
-        windows: dict[tuple[str, str, int], StatusWindow] = {}
+        kept: dict[tuple[str, str, int], _Kept] = {}
         size, age = self.cluster.status.window_samples, self.cluster.status.max_sample_age_seconds
         for row in rows:
             key = (row.group.name, row.topic, row.partition)
-            window = windows[key] = self.windows.get(key) or StatusWindow(size, age)
+            found = kept[key] = row.kept = self.kept.get(key) or _Kept(StatusWindow(size, age))
             if row.committed is not None:
-                window.add(WindowSample(now, row.committed, row.lag))
-            row.status = window.status(has_members=row.group.members > 0)
-        self.windows = windows  # partitions and groups that vanished leave no state behind
+                found.window.add(WindowSample(now, row.committed, row.lag))
+            row.status = found.window.status(has_members=row.group.members > 0)
+        self.kept = kept  # partitions and groups that vanished leave no state behind
 
     def _server(self, topic: str) -> str:
         for pattern, server in self._server_patterns:
@@ -349,32 +376,36 @@ class KafkaCollector:
             self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_margin_messages", min(margins), **where)
 
     def _partition_series(self, builder: FamilyBuilder, rows: list[_Row]) -> None:
-        """The per-partition series: tens of thousands on a large cluster, so samples are appended directly
-        and the status is one coded series per partition (the per-topic status is the full state set)."""
+        """The per-partition series: tens of thousands on a large cluster, so samples are appended directly,
+        with label sets kept from one scrape to the next, and the status is one coded series per partition (the
+        per-topic status is the full state set)."""
         def family(metric: str, *labels: str) -> list[Sample]:
             spec = KAFKA_METRICS[metric]
             spec.check_labels(labels)  # the label keys of the samples appended below
             return builder.family_of(spec).samples
 
-        where_keys = ("group", "topic", "partition")
-
-        committed = family("cdcwatch_kafka_consumergroup_committed_offset", *where_keys)
-        lag = family("cdcwatch_kafka_consumergroup_lag_messages", *where_keys, "server")
-        seconds = family("cdcwatch_kafka_consumergroup_lag_seconds", *where_keys, "server", "method")
-        status = family("cdcwatch_kafka_consumergroup_status_code", *where_keys)
+        committed = family("cdcwatch_kafka_consumergroup_committed_offset", *_PARTITION)
+        lag = family("cdcwatch_kafka_consumergroup_lag_messages", *_PARTITION, "server")
+        seconds = family("cdcwatch_kafka_consumergroup_lag_seconds", *_PARTITION, "server", "method")
+        status = family("cdcwatch_kafka_consumergroup_status_code", *_PARTITION)
         base = self._labels()
+        names, base_values = (*base, *_PARTITION), tuple(base.values())
         servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
         # values as floats: the text renderer's fast path
         for row in rows:
-            where = {**base, "group": row.group.name, "topic": row.topic, "partition": str(row.partition)}  # where_keys
-            with_server = {**where, "server": servers[row.topic]}
+            assert row.kept is not None, "statuses are set before the families"
+            labels, server = row.kept.labels, servers[row.topic]
+            if labels is None or labels.server != server:
+                labels = row.kept.labels = _SeriesLabels(
+                    names, (*base_values, row.group.name, row.topic, str(row.partition)), server)
             if row.committed is not None:
-                committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", where, float(row.committed)))
-            lag.append(Sample("cdcwatch_kafka_consumergroup_lag_messages", with_server, float(row.lag)))
+                committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", labels.where,
+                                        float(row.committed)))
+            lag.append(Sample("cdcwatch_kafka_consumergroup_lag_messages", labels.with_server, float(row.lag)))
             if row.lag_seconds is not None:
-                seconds.append(Sample("cdcwatch_kafka_consumergroup_lag_seconds", {**with_server, "method": row.method},
+                seconds.append(Sample("cdcwatch_kafka_consumergroup_lag_seconds", labels.with_method(row.method),
                                       row.lag_seconds))
-            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", where, _STATUS_CODES[row.status]))
+            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", labels.where, _STATUS_CODES[row.status]))
 
     def close(self) -> None:
         self.messages.close()

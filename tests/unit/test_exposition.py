@@ -12,6 +12,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
 from cdcwatch.exposition import LabelBlocks, metrics_app, render_text
+from cdcwatch.families import LabelSet
 
 _LEGACY = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,12}", fullmatch=True)
 _ANY_NAME = st.one_of(_LEGACY, st.text(min_size=1, max_size=8))  # some outside the legacy set
@@ -31,10 +32,20 @@ def families(draw: st.DrawFn) -> list[Metric]:
         for _ in range(draw(st.integers(0, 6))):
             labels = draw(st.dictionaries(_ANY_NAME if draw(st.booleans()) else _LEGACY, st.text(max_size=12),
                                           max_size=4))
+            if draw(st.booleans()):  # as a collector keeps them between scrapes, rendered before or not
+                labels = _rendered_before(LabelSet(tuple(labels), tuple(labels.values())), draw(st.booleans()))
             timestamp = draw(st.one_of(st.none(), st.floats(0, 2e9)))
             metric.samples.append(Sample(name + draw(st.sampled_from(_SUFFIXES)), labels, draw(_VALUES), timestamp))
         found.append(metric)
     return found
+
+
+def _rendered_before(labels: LabelSet, rendered: bool) -> LabelSet:
+    if rendered:
+        metric = Metric("cdcwatch_before", "", "gauge")
+        metric.samples.append(Sample("cdcwatch_before", labels, 1.0))
+        render_text(_Fixed([metric]))
+    return labels
 
 
 class _Fixed:

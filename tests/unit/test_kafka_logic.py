@@ -1,10 +1,12 @@
 """The kafka collector's own logic: consumer status over a window, interpolated write times, caches, the
-topics' retention settings."""
+topics' retention settings, the label sets kept between scrapes."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
@@ -12,10 +14,11 @@ from confluent_kafka.admin import ConfigResource
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdcwatch.kafka.cluster import Retention, RetentionSettings, retention_of
-from cdcwatch.kafka.collector import KAFKA_METRICS
+from cdcwatch.config import KafkaClusterConfig
+from cdcwatch.kafka.cluster import ClusterState, GroupState, Retention, RetentionSettings, retention_of
+from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.kafka.interpolation import EndOffsetHistory
-from cdcwatch.kafka.messages import BoundedCache
+from cdcwatch.kafka.messages import At, BoundedCache, Lookup, NewestChange
 from cdcwatch.kafka.status import ConsumerStatus, StatusWindow, WindowSample
 
 
@@ -163,3 +166,46 @@ def test_retention_is_read_in_the_background_and_refreshed_at_its_interval(monke
     admin.futures["a"].set_exception(KafkaException("REQUEST_TIMED_OUT"))
     assert settings.current(topics) == {"a": Retention(3600000, None)}  # a failed refresh keeps what was read
     assert settings.current({"b": 1}) == {} and "a" not in settings.known  # a deleted topic is forgotten
+
+
+def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The label sets a group partition keeps between scrapes give way when its topic's server becomes known and
+    when its lag in seconds is known another way; partitions that went away take theirs with them."""
+    collector = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1"))
+    scrapes = iter([
+        # (partitions of the topic, server the newest message names, lag in seconds known from)
+        (2, None, "timestamp"),
+        (2, "srv", "timestamp"),
+        (1, "srv", "interpolated"),
+    ])
+    current: dict[str, Any] = {}
+
+    def read(deadline: float) -> ClusterState:
+        count, current["server"], current["method"] = next(scrapes)
+        group = GroupState("g", "STABLE", 1, {("t", p): 5 for p in range(count)})
+        return ClusterState({"t": count}, {("t", p): 0 for p in range(count)}, {("t", p): 9 for p in range(count)},
+                            [group], time.time())
+
+    def messages(stamps: list[At], newest: list[At], deadline: float, leaders: Any = None) -> Lookup:
+        found = {at: NewestChange(1.0, current["server"]) for at in newest}
+        if current["method"] == "timestamp":
+            return Lookup({at: (1.0, "timestamp") for at in stamps}, found)
+        for at in stamps:
+            collector.history[at[:2]].add(1.0, 0)
+            collector.history[at[:2]].add(2.0, 9)
+        return Lookup({at: None for at in stamps}, found)
+
+    monkeypatch.setattr(collector.reader, "read", read)
+    monkeypatch.setattr(collector.messages, "read", messages)
+
+    def series(name: str) -> list[dict[str, str]]:
+        families = collector.collect().families
+        return [dict(s.labels) for f in families for s in f.samples if s.name == name]
+
+    assert [(s["partition"], s["server"]) for s in series("cdcwatch_kafka_consumergroup_lag_messages")] == [
+        ("0", ""), ("1", "")]
+    assert [(s["partition"], s["server"]) for s in series("cdcwatch_kafka_consumergroup_lag_messages")] == [
+        ("0", "srv"), ("1", "srv")]
+    assert [(s["partition"], s["server"], s["method"]) for s in series("cdcwatch_kafka_consumergroup_lag_seconds")] == [
+        ("0", "srv", "interpolated")]
+    assert list(collector.kept) == [("g", "t", 0)]
