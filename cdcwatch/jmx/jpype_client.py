@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -218,9 +218,7 @@ class JpypeClient:
                 keys = [(pattern, tuple(attributes)) for pattern, attributes in queries]
                 reads = [(index, listed) for index, key in enumerate(keys) if key not in self._constants
                          for listed in self._listed(connection, key)]
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="cdcwatch-jmx")
-                beans = list(self._pool.map(lambda read: self._read(connection, read[1]), reads))
+                beans = self._read_all(connection, [listed for _, listed in reads])
                 answers: list[list[MBean]] = [[] for _ in queries]
                 for (index, _), bean in zip(reads, beans, strict=True):
                     if bean is None:
@@ -258,6 +256,18 @@ class JpypeClient:
                 self.names_changed()  # it went away between the listing and its MBeanInfo
         self._names[query] = (generation, beans)  # a change announced meanwhile has advanced the generation
         return beans
+
+    def _read_all(self, connection: Any, beans: list[_Listed]) -> list[MBean | None]:
+        """Each bean's attributes, read at once: the first in this thread, the others in the pool meanwhile (one
+        bean, the common case of a single connector's context, costs no hand-over between threads)."""
+        if not beans:
+            return []
+        rest: list[Future[MBean | None]] = []
+        if len(beans) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(READ_THREADS - 1, thread_name_prefix="cdcwatch-jmx")
+            rest = [self._pool.submit(self._read, connection, bean) for bean in beans[1:]]
+        return [self._read(connection, beans[0]), *(future.result() for future in rest)]
 
     @staticmethod
     def _read(connection: Any, bean: _Listed) -> MBean | None:
