@@ -6,6 +6,7 @@ the debezium-examples rules (debezium beans only, as that project ships them). T
 - cdcwatch's collection in this process (JPype backend), the figure the target speaks of;
 - a full `/metrics` scrape of `cdcwatch serve` (its own process) over HTTP;
 - a full `/metrics` scrape of the agent over HTTP (its in-process JMX read + rendering).
+Both are scraped as Prometheus scrapes: over a kept-alive HTTP/1.1 connection each (bench/scrape.py).
 Untimed warm-up rounds come first (the JIT compiles the Connect JVM's RMI path and the agent's
 alike, as on an exporter scraped all day). Every timed cdcwatch scrape must read `cdcwatch_up 1` exactly. Then, with the source idle, the
 values both export are compared. Prints p50/p95 of each, the ratio, the exporter's RSS, and the
@@ -31,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.plots import save_timings  # noqa: E402
+from bench.scrape import Scraper  # noqa: E402
 from devstack.connect import ConnectWorker  # noqa: E402
 from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
@@ -42,6 +44,11 @@ Server = PostgresServer | KafkaBroker | ConnectWorker
 
 TARGET_COLLECT_SECONDS = 0.010
 TARGET_RSS_MIB = 200.0
+
+AGENT_JVM_ARGS = ["-Dsun.net.httpserver.nodelay=true"]
+"""The agent at its best: the JDK's HTTP server it answers with leaves Nagle's algorithm on by default, and over a
+kept-alive connection (as Prometheus scrapes) the end of each answer then waits for the client's delayed ACK, about
+40 ms."""
 
 AGENT_RULES = """\
 startDelaySeconds: 0
@@ -144,7 +151,7 @@ def main() -> int:
                 properties.pop(engine_only)
             connectors[f"bench{n}-connector"] = properties
         worker = ConnectWorker(base / "connect", broker.bootstrap, connectors)
-        worker.jvm_args = [f"-javaagent:{agent_jar}=127.0.0.1:{agent_port}:{base / 'agent.yml'}"]
+        worker.jvm_args = [f"-javaagent:{agent_jar}=127.0.0.1:{agent_port}:{base / 'agent.yml'}", *AGENT_JVM_ARGS]
         worker.start()
         running.append(worker)
         agent_url = f"http://127.0.0.1:{agent_port}/metrics"
@@ -169,9 +176,10 @@ def main() -> int:
         collector.collect()  # warm-up: connection, first class loads
 
         answers: list[str] = []
+        serve_scraper, agent_scraper = Scraper(serve_url), Scraper(agent_url)
 
         def scrape_serve() -> None:
-            answers.append(fetch(serve_url))  # checked after the timing: parsing here is not the scrape's cost
+            answers.append(serve_scraper().decode())  # checked after the timing: parsing here is not the scrape's cost
 
         serve_collections: list[float] = []
 
@@ -183,14 +191,14 @@ def main() -> int:
                                            target="connect") or 0.0)
 
         for _ in range(args.warmup):  # untimed, interleaved like the timed rounds
-            collector.collect(), fetch(serve_url), fetch(agent_url)
+            collector.collect(), serve_scraper(), agent_scraper()
         timings: dict[str, list[float]] = {"cdcwatch collection (in process)": [], "cdcwatch serve /metrics": [],
                                            "jmx_exporter agent /metrics": []}
         for _ in range(args.scrapes):  # interleaved: all three see the same machine noise
             timings["cdcwatch collection (in process)"].append(timed(collector.collect))
             timings["cdcwatch serve /metrics"].append(timed(scrape_serve))
             check_serve()
-            timings["jmx_exporter agent /metrics"].append(timed(lambda: fetch(agent_url)))
+            timings["jmx_exporter agent /metrics"].append(timed(agent_scraper))
 
         if args.profile:
             import cProfile

@@ -4,7 +4,8 @@ next to Apache Kafka's own `kafka-consumer-groups --describe --all-groups` on th
 Offsets keep moving during the run (a producer writes and every group commits further, in the
 background), so the caches cannot turn it into a static best case. Scrapes of both are interleaved;
 p50/p95 of each and their ratio are printed, and the lag values of one moment are compared. A scrape is
-timed as Prometheus makes it (gzip, the whole answer read); parsing it here is not timed.
+timed as Prometheus makes it (gzip, a kept-alive connection, the whole answer read); parsing it here is
+not timed.
 Target: cdcwatch p50 <= 250 ms at partition granularity.
 
 kafka_exporter, kminion and Burrow would be the natural peers, but the Go module proxy reachable
@@ -18,14 +19,12 @@ removed, and it cannot decode the offset-commit records): see docs/development.m
 from __future__ import annotations
 
 import argparse
-import gzip
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from bench.plots import save_timings  # noqa: E402
+from bench.scrape import Scraper  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.procs import free_port, port_open, wait_for  # noqa: E402
 from tests.integration.conftest import Values, parse, value  # noqa: E402
@@ -148,12 +148,7 @@ def main() -> None:
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: port_open(port), 30, "cdcwatch serve")
 
-        def fetch() -> bytes:
-            """What Prometheus does: asks for gzip, reads the whole answer."""
-            request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers={"Accept-Encoding": "gzip"})
-            with urllib.request.urlopen(request, timeout=60) as response:
-                body = bytes(response.read())
-                return gzip.decompress(body) if response.headers.get("Content-Encoding") == "gzip" else body
+        fetch = Scraper(f"http://127.0.0.1:{port}/metrics", compressed=True)  # as Prometheus: gzip, kept alive
 
         def checked(body: bytes) -> Values:
             values = parse(body.decode())

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from wsgiref.simple_server import WSGIServer, make_server
+from wsgiref.simple_server import ServerHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
@@ -61,6 +61,58 @@ CLIENT_TIMEOUT_SECONDS = 30.0
 """How long one read or write to a client may wait: a client that stalls longer is disconnected."""
 
 
+class _Http11ServerHandler(ServerHandler):
+    """wsgiref's response writer, answering in HTTP/1.1; `sized`: the answer said its Content-Length."""
+
+    http_version = "1.1"
+    sized = False
+
+    def cleanup_headers(self) -> None:
+        super().cleanup_headers()
+        self.sized = "Content-Length" in self.headers  # type: ignore[attr-defined]
+
+
+class _KeepAliveHandler(_SilentHandler):
+    """wsgiref's request handler, which answers one request per connection, made to answer one after another on
+    the same connection (HTTP/1.1 keep-alive, as Prometheus scrapes): a scrape then costs no new connection,
+    thread or TLS handshake. The connection is closed when the client asks for it (HTTP/1.0 without keep-alive,
+    `Connection: close`), after a request with a body (never read) or an answer without Content-Length, and
+    once the client sends nothing for `timeout` seconds."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: the body must not wait for an ACK
+
+    def handle(self) -> None:
+        self.close_connection = True
+        self._answer()
+        while not self.close_connection:
+            try:
+                self._answer()
+            except OSError:  # the client went away or went quiet between requests: nothing to answer
+                self.close_connection = True
+
+    def _answer(self) -> None:
+        self.close_connection = True
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.raw_requestline:
+            return
+        if len(self.raw_requestline) > 65536:
+            self.requestline, self.request_version, self.command = "", "", ""
+            self.send_error(414)
+            return
+        if not self.parse_request():  # it answered the error
+            self.close_connection = True
+            return
+        if self.headers.get("Content-Length", "0") != "0" or "Transfer-Encoding" in self.headers:
+            self.close_connection = True
+        handler = _Http11ServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(),  # type: ignore[arg-type]
+                                       multithread=True)
+        handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref's back-pointer for logging
+        handler.run(self.server.get_app())  # type: ignore[attr-defined]
+        if not handler.sized:  # the client can only tell where this answer ends by the connection closing
+            self.close_connection = True
+
+
 def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig | None = None,
                      web_dir: Path | None = None, client_timeout: float = CLIENT_TIMEOUT_SECONDS) -> WSGIServer:
     """A threaded HTTP server bound to address:port (IPv4 or IPv6); HTTPS and basic auth per `web`.
@@ -74,7 +126,7 @@ def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig
     class Server(ThreadingWSGIServer):
         address_family = family
 
-    class Handler(_SilentHandler):
+    class Handler(_KeepAliveHandler):
         timeout = client_timeout
 
     app = build_app(exporter)

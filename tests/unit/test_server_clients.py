@@ -1,15 +1,19 @@
 """The endpoint under clients that misbehave: stalled connections, a stalled TLS handshake, a huge
 `Accept` header. Each holds up only itself, and only for the
-client timeout; every well-behaved scrape meanwhile is answered at once."""
+client timeout; every well-behaved scrape meanwhile is answered at once. And kept-alive connections:
+scrapes in turn on one connection, closed when the client asks or the request leaves the connection
+unusable."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import ssl
 import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -92,3 +96,54 @@ def test_a_long_accept_list_is_negotiated(port: int) -> None:
     with urllib.request.urlopen(request, timeout=SCRAPE_TIMEOUT) as answer:
         assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         assert b"# TYPE cdcwatch_build_info" in answer.read()
+
+
+def _answers(client: socket.socket, count: int, reader: BinaryIO | None = None) -> list[bytes]:
+    """`count` whole answers read from `client` (each sized by its Content-Length)."""
+    reader = reader or client.makefile("rb")
+    found = []
+    for _ in range(count):
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = reader.readline()
+            assert line, f"the server closed the connection after {len(found)} answer(s)"
+            head += line
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+        found.append(head + reader.read(length))
+    return found
+
+
+def test_scrapes_follow_one_another_on_one_connection(port: int) -> None:
+    """As Prometheus scrapes (HTTP/1.1 keep-alive): no new connection, thread or TLS handshake per scrape."""
+    client = stalled(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+    first, second = _answers(client, 2)
+    assert first.startswith(b"HTTP/1.1 200") and b"cdcwatch_build_info" in first
+    assert second.startswith(b"HTTP/1.1 200") and b"cdcwatch_build_info" in second
+    client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # and a third, later
+    assert _answers(client, 1)[0].startswith(b"HTTP/1.1 200")
+    wait_for(lambda: closed_by_server(client), SCRAPE_TIMEOUT, "the server to drop the idle connection")
+
+
+def test_scrapes_in_turn_over_one_tls_connection(tls: tuple[int, ssl.SSLContext]) -> None:
+    port, context = tls
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=SCRAPE_TIMEOUT)
+    for _ in range(3):
+        connection.request("GET", "/metrics")
+        answer = connection.getresponse()
+        assert answer.status == 200 and b"cdcwatch_build_info" in answer.read()
+        assert not answer.will_close
+    connection.close()
+
+
+@pytest.mark.parametrize("request_text", [
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",  # the client asks for it
+    b"GET /metrics HTTP/1.0\r\n\r\n",  # HTTP/1.0 without keep-alive
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n",  # an unread body
+])
+def test_the_connection_closes_after_one_answer_when_it_must(port: int, request_text: bytes) -> None:
+    client = stalled(port, request_text)
+    client.settimeout(CLIENT_TIMEOUT / 2)  # closed at once, not after the client timeout
+    reader = client.makefile("rb")
+    answer = _answers(client, 1, reader)[0]
+    assert answer.split(b" ")[1] in (b"200", b"405")
+    assert reader.read() == b""  # no second answer

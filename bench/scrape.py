@@ -1,0 +1,40 @@
+"""Scraping an endpoint as Prometheus does: one HTTP/1.1 connection per target, kept alive from one scrape to the
+next (opened again if the server closed it), with or without gzip."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+from urllib.parse import urlsplit
+
+
+class Scraper:
+    """`scraper()` is one scrape of `url`: its whole answer, decompressed; not for use by two threads at once."""
+
+    def __init__(self, url: str, compressed: bool = False, timeout: float = 60) -> None:
+        parts = urlsplit(url)
+        self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/"
+        self.headers = {"Accept-Encoding": "gzip"} if compressed else {}
+        self.timeout = timeout
+        self.connection: http.client.HTTPConnection | None = None
+
+    def __call__(self) -> bytes:
+        if self.connection is None:
+            self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            self.connection.request("GET", self.path, headers=self.headers)
+            answer = self.connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.close()  # the server closed the kept connection meanwhile (its idle timeout): once more, anew
+            return self()
+        body = answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"{self.host}:{self.port}{self.path} answered {answer.status}")
+        if answer.will_close:
+            self.close()
+        return gzip.decompress(body) if answer.getheader("Content-Encoding") == "gzip" else body
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
