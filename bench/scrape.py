@@ -13,21 +13,27 @@ class Scraper:
 
     def __init__(self, url: str, compressed: bool = False, timeout: float = 60) -> None:
         parts = urlsplit(url)
-        self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path or "/"
+        if parts.scheme != "http":
+            raise ValueError(f"{url}: only http:// is scraped here")
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.headers = {"Accept-Encoding": "gzip"} if compressed else {}
         self.timeout = timeout
         self.connection: http.client.HTTPConnection | None = None
 
     def __call__(self) -> bytes:
+        reused = self.connection is not None
         if self.connection is None:
             self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
             self.connection.request("GET", self.path, headers=self.headers)
             answer = self.connection.getresponse()
+            body = answer.read()
         except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-            self.close()  # the server closed the kept connection meanwhile (its idle timeout): once more, anew
-            return self()
-        body = answer.read()
+            self.close()
+            if not reused:
+                raise
+            return self()  # the server closed the kept connection meanwhile (its idle timeout): once more, anew
         if answer.status != 200:
             raise RuntimeError(f"{self.host}:{self.port}{self.path} answered {answer.status}")
         if answer.will_close:

@@ -61,23 +61,69 @@ CLIENT_TIMEOUT_SECONDS = 30.0
 """How long one read or write to a client may wait: a client that stalls longer is disconnected."""
 
 
+class _ConnectionsClosingServer(ThreadingWSGIServer):
+    """A thread per connection, and `server_close()` closes the connections kept open between requests too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.connections_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self.connections_lock:
+            kept = list(self.connections)
+        for connection in kept:  # their threads wake up to an ended connection and finish
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class _Http11ServerHandler(ServerHandler):
-    """wsgiref's response writer, answering in HTTP/1.1; `sized`: the answer said its Content-Length."""
+    """wsgiref's response writer, answering in HTTP/1.1 and saying whether the connection stays open.
+
+    `complete`: the whole answer went out and said its length; else the connection must close (the client can
+    only tell where such an answer ends, or that it was cut off, by the connection closing)."""
 
     http_version = "1.1"
-    sized = False
+    complete = False
+    request_handler: _KeepAliveHandler
 
     def cleanup_headers(self) -> None:
         super().cleanup_headers()
-        self.sized = "Content-Length" in self.headers  # type: ignore[attr-defined]
+        headers = self.headers  # type: ignore[attr-defined]
+        requester = self.request_handler
+        if "Content-Length" not in headers:
+            requester.close_connection = True
+        if requester.close_connection:
+            headers["Connection"] = "close"
+        elif requester.request_version == "HTTP/1.0":  # it asked to keep the connection: say it is kept
+            headers["Connection"] = "keep-alive"
+
+    def finish_response(self) -> None:
+        super().finish_response()
+        self.complete = True
 
 
 class _KeepAliveHandler(_SilentHandler):
     """wsgiref's request handler, which answers one request per connection, made to answer one after another on
     the same connection (HTTP/1.1 keep-alive, as Prometheus scrapes): a scrape then costs no new connection,
-    thread or TLS handshake. The connection is closed when the client asks for it (HTTP/1.0 without keep-alive,
-    `Connection: close`), after a request with a body (never read) or an answer without Content-Length, and
-    once the client sends nothing for `timeout` seconds."""
+    thread or TLS handshake. The connection is closed, and the answer says so, when the client asks for it
+    (HTTP/1.0 without keep-alive, `Connection: close`), after a request with a body (never read: it would be
+    taken for the next request), a HEAD request (wsgiref answers it with a body), an answer without
+    Content-Length or one cut off; and once the client sends nothing for `timeout` seconds, or the server
+    closes."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: the body must not wait for an ACK
@@ -103,14 +149,20 @@ class _KeepAliveHandler(_SilentHandler):
         if not self.parse_request():  # it answered the error
             self.close_connection = True
             return
-        if self.headers.get("Content-Length", "0") != "0" or "Transfer-Encoding" in self.headers:
+        if self.command == "HEAD" or self._has_body():
             self.close_connection = True
         handler = _Http11ServerHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(),  # type: ignore[arg-type]
                                        multithread=True)
-        handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref's back-pointer for logging
+        handler.request_handler = self  # also wsgiref's back-pointer for logging
         handler.run(self.server.get_app())  # type: ignore[attr-defined]
-        if not handler.sized:  # the client can only tell where this answer ends by the connection closing
+        if not handler.complete:
             self.close_connection = True
+
+    def _has_body(self) -> bool:
+        """Whether the request may carry a body (or headers that do not parse, which could hide one)."""
+        headers = self.headers
+        return bool(headers.defects) or headers.get_all("Content-Length", ["0"]) != ["0"] or \
+            "Transfer-Encoding" in headers
 
 
 def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig | None = None,
@@ -123,7 +175,7 @@ def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig
     """
     family, _, _, _, sockaddr = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
 
-    class Server(ThreadingWSGIServer):
+    class Server(_ConnectionsClosingServer):
         address_family = family
 
     class Handler(_KeepAliveHandler):

@@ -267,7 +267,12 @@ class JpypeClient:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(READ_THREADS - 1, thread_name_prefix="cdcwatch-jmx")
             rest = [self._pool.submit(self._read, connection, bean) for bean in beans[1:]]
-        return [self._read(connection, beans[0]), *(future.result() for future in rest)]
+        try:
+            return [self._read(connection, beans[0]), *(future.result() for future in rest)]
+        except BaseException:
+            for future in rest:  # the connection is about to be dropped: no more reads on it
+                future.cancel()
+            raise
 
     @staticmethod
     def _read(connection: Any, bean: _Listed) -> MBean | None:

@@ -161,13 +161,23 @@ class ClusterState:
     """Partition → the broker id of its leader, as the metadata said."""
 
 
+OFFSET_FETCH_CLIENTS = 3
+"""AdminClients the groups' committed offsets are asked through, groups spread over them. A broker answers the
+requests of one connection one after another, and librdkafka asks one group per OffsetFetch, so with one client
+a coordinator of 50 groups answers 50 requests in turn (50 ms here); over three connections it works on three
+at once."""
+
+
 class ClusterReader:
-    """Reads a cluster's offsets and groups with one AdminClient, all requests in flight together."""
+    """Reads a cluster's offsets and groups, all requests in flight together: through one AdminClient, and the
+    committed offsets through `OFFSET_FETCH_CLIENTS`."""
 
     def __init__(self, cluster: KafkaClusterConfig, retention_from: ClusterReader | None = None) -> None:
         self.cluster = cluster
         self.errors = ClientErrors()
         self.admin = AdminClient(client_settings(cluster, self.errors))
+        self.offset_clients = [self.admin, *(AdminClient(client_settings(cluster, self.errors))
+                                             for _ in range(OFFSET_FETCH_CLIENTS - 1))]
         # a new client starts with what the old one read (its requests in flight are dropped with it)
         self.retention_settings: RetentionSettings = RetentionSettings(
             cluster.retention_refresh_seconds, retention_from.retention_settings.known if retention_from else None)
@@ -189,9 +199,10 @@ class ClusterReader:
         to_describe = [name for name in names if listed[name] != "EMPTY"]
         described = (self.admin.describe_consumer_groups(to_describe, request_timeout=_left(deadline))
                      if to_describe else {})
-        commits = {name: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(name)],
-                                                                request_timeout=_left(deadline))[name]
-                   for name in names}
+        clients = self.offset_clients
+        commits = {name: clients[n % len(clients)].list_consumer_group_offsets(
+                       [ConsumerGroupTopicPartitions(name)], request_timeout=_left(deadline))[name]
+                   for n, name in enumerate(names)}
         groups = [self._group(name, listed[name], described.get(name), commits[name], partitions, deadline)
                   for name in names]
         return ClusterState(partitions, _offsets(starts, deadline), _offsets(ends, deadline),
@@ -239,12 +250,14 @@ class ClusterReader:
 
     def explain(self, exc: BaseException) -> BaseException:
         """Why a read failed: `exc`, or the authentication/TLS error the client reported meanwhile."""
-        self.admin.poll(0)  # serves the queued error callbacks
+        for client in self.offset_clients:
+            client.poll(0)  # serves the queued error callbacks
         return self.errors.explain(exc)
 
     def close(self) -> None:
         """AdminClient has no close; dropping it stops its threads."""
         self.admin = None  # type: ignore[assignment]
+        self.offset_clients = []
 
 
 def _offsets(futures: dict[Any, Future[Any]], deadline: float) -> dict[Partition, int]:

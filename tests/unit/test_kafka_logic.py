@@ -177,6 +177,8 @@ def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypat
         (2, None, "timestamp"),
         (2, "srv", "timestamp"),
         (1, "srv", "interpolated"),
+        (1, "srv", "interpolated"),
+        (1, "srv", "interpolated"),
     ])
     current: dict[str, Any] = {}
 
@@ -198,14 +200,19 @@ def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypat
     monkeypatch.setattr(collector.reader, "read", read)
     monkeypatch.setattr(collector.messages, "read", messages)
 
-    def series(name: str) -> list[dict[str, str]]:
+    def series(name: str) -> list[Any]:
         families = collector.collect().families
-        return [dict(s.labels) for f in families for s in f.samples if s.name == name]
+        return [s.labels for f in families for s in f.samples if s.name == name]
 
-    assert [(s["partition"], s["server"]) for s in series("cdcwatch_kafka_consumergroup_lag_messages")] == [
-        ("0", ""), ("1", "")]
-    assert [(s["partition"], s["server"]) for s in series("cdcwatch_kafka_consumergroup_lag_messages")] == [
-        ("0", "srv"), ("1", "srv")]
+    first = series("cdcwatch_kafka_consumergroup_lag_messages")
+    assert [(s["partition"], s["server"]) for s in first] == [("0", ""), ("1", "")]
+    second = series("cdcwatch_kafka_consumergroup_lag_messages")
+    assert [(s["partition"], s["server"]) for s in second] == [("0", "srv"), ("1", "srv")]
     assert [(s["partition"], s["server"], s["method"]) for s in series("cdcwatch_kafka_consumergroup_lag_seconds")] == [
         ("0", "srv", "interpolated")]
     assert list(collector.kept) == [("g", "t", 0)]
+    # and while nothing changes, the same label sets (rendered once) serve every scrape
+    assert all(before is after for before, after in zip(
+        series("cdcwatch_kafka_consumergroup_committed_offset"), series("cdcwatch_kafka_consumergroup_committed_offset"),
+        strict=True))
+    collector.close()

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pytest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Sample
 
-from cdcwatch.exporter import Exporter
+from cdcwatch.exporter import Exporter, ScheduledCollector
+from cdcwatch.families import Collection
 from cdcwatch.server import make_http_server
 from cdcwatch.web import TlsServerConfig, WebConfig
 from devstack.procs import wait_for
@@ -135,10 +138,19 @@ def test_scrapes_in_turn_over_one_tls_connection(tls: tuple[int, ssl.SSLContext]
     connection.close()
 
 
+_NEXT = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+"""A request that, read as one, would get a second answer."""
+
+
 @pytest.mark.parametrize("request_text", [
-    b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",  # the client asks for it
-    b"GET /metrics HTTP/1.0\r\n\r\n",  # HTTP/1.0 without keep-alive
-    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n",  # an unread body
+    b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" + _NEXT,  # the client asks for it
+    b"GET /metrics HTTP/1.0\r\n\r\n" + _NEXT,  # HTTP/1.0 without keep-alive
+    b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n" + _NEXT,  # its answer has a body the client will not read
+    # a body would be taken for the next request: declared, declared twice, behind a header that does not parse
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 38\r\n\r\n" + _NEXT,
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 38\r\n\r\n" + _NEXT,
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length : 38\r\n\r\n" + _NEXT,
+    b"POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n26\r\n" + _NEXT + b"\r\n0\r\n\r\n",
 ])
 def test_the_connection_closes_after_one_answer_when_it_must(port: int, request_text: bytes) -> None:
     client = stalled(port, request_text)
@@ -146,4 +158,52 @@ def test_the_connection_closes_after_one_answer_when_it_must(port: int, request_
     reader = client.makefile("rb")
     answer = _answers(client, 1, reader)[0]
     assert answer.split(b" ")[1] in (b"200", b"405")
+    assert b"\r\nConnection: close\r\n" in answer  # said, so the client does not send another
     assert reader.read() == b""  # no second answer
+
+
+class _Big:
+    """A target whose answer (8 MB) outgrows the socket buffers of a client that does not read."""
+
+    kind, target = "postgres", "big"
+
+    def __init__(self) -> None:
+        self.collections = 0
+
+    def collect(self) -> Collection:
+        self.collections += 1
+        metric = Metric("cdcwatch_big", "Big.", "gauge")
+        metric.samples.append(Sample("cdcwatch_big", {"v": "x" * 8_000_000}, 1.0))
+        return Collection([metric])
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_answer_cut_off_ends_its_connection() -> None:
+    """The client stops reading: once the write times out, the connection closes. Kept open, the next request
+    would be answered, inside the cut-off body."""
+    big = _Big()
+    server = make_http_server("127.0.0.1", 0, Exporter([ScheduledCollector(big, 10)]), client_timeout=CLIENT_TIMEOUT)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        client = socket.socket()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.connect(("127.0.0.1", server.server_port))
+        client.sendall(_NEXT * 2)
+        wait_for(lambda: server.connections, SCRAPE_TIMEOUT, "the server to take the connection")
+        wait_for(lambda: not server.connections, SCRAPE_TIMEOUT * 2, "the server to end the cut-off connection")
+        assert big.collections == 1  # the second request was not answered
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_closing_the_server_ends_the_kept_connections() -> None:
+    server = make_http_server("127.0.0.1", 0, Exporter([]), client_timeout=60)  # idle connections would stay a minute
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = stalled(server.server_port, _NEXT)
+    assert _answers(client, 1)[0].startswith(b"HTTP/1.1 200")
+    server.shutdown()
+    server.server_close()
+    wait_for(lambda: closed_by_server(client), SCRAPE_TIMEOUT, "the server to end the kept connection")
