@@ -12,7 +12,7 @@ kafka_exporter, kminion and Burrow would be the natural peers, but the Go module
 here refuses all three, and Debian's Burrow 1.2.1 cannot read a Kafka 4 broker (ListOffsets v0 was
 removed, and it cannot decode the offset-commit records): see docs/development.md.
 
-    .venv/bin/python bench/kafka_lag.py [--groups 50] [--partitions 200] [--scrapes 15] [--granularity topic]
+    .venv/bin/python bench/kafka_lag.py [--groups 50] [--partitions 200] [--scrapes 25] [--granularity topic]
                                         [--profile]
 """
 
@@ -115,7 +115,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=50)
     parser.add_argument("--partitions", type=int, default=200)
-    parser.add_argument("--scrapes", type=int, default=15)
+    parser.add_argument("--scrapes", type=int, default=25)
     parser.add_argument("--granularity", choices=["partition", "topic"], default="partition")
     parser.add_argument("--profile", action="store_true",
                         help="also print where an in-process collection and its rendering spend their time")

@@ -234,11 +234,12 @@ class KafkaCollector:
     def _rows(self, state: ClusterState) -> list[_Row]:
         rows: list[_Row] = []
         for group in state.groups:
-            for (topic, partition), committed in sorted(group.committed.items()):
+            for where, committed in sorted(group.committed.items()):
                 if len(rows) >= self.cluster.max_partitions:
                     self.dropped += 1
                     continue
-                end, start = state.end.get((topic, partition), 0), state.start.get((topic, partition), 0)
+                topic, partition = where
+                end, start = state.end.get(where, 0), state.start.get(where, 0)
                 lag = end - (committed if committed is not None else start)
                 margin = None if committed is None else committed - start
                 rows.append(_Row(group, topic, partition, committed, max(lag, 0), margin=margin))
