@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -130,10 +131,22 @@ def main() -> int:
         quiet = machine_busy(5.0)  # what the stack alone keeps busy, before anything is timed
         timings: dict[str, list[float]] = {"cdcwatch serve /metrics (all targets)": [],
                                            "jmx_exporter agents /metrics (all, in parallel)": []}
+        jvm_pids = [worker.server.pid for worker in workers]
+        cpu = {"serve": {"cdcwatch serve": 0.0, "the Connect JVMs": 0.0},
+               "agents": {"cdcwatch serve": 0.0, "the Connect JVMs": 0.0}}
+
+        def metered(round_name: str, action: Callable[[], None]) -> float:
+            """Times `action`, and adds the CPU time cdcwatch serve and the JVMs spent meanwhile to `cpu`."""
+            before = cpu_seconds([serve.pid]), cpu_seconds(jvm_pids)
+            took = timed(action)
+            cpu[round_name]["cdcwatch serve"] += cpu_seconds([serve.pid]) - before[0]
+            cpu[round_name]["the Connect JVMs"] += cpu_seconds(jvm_pids) - before[1]
+            return took
+
         for _ in range(args.scrapes):  # interleaved: both see the same machine noise
-            timings["cdcwatch serve /metrics (all targets)"].append(timed(scrape_serve))
+            timings["cdcwatch serve /metrics (all targets)"].append(metered("serve", scrape_serve))
             check_serve()
-            timings["jmx_exporter agents /metrics (all, in parallel)"].append(timed(scrape_agents))
+            timings["jmx_exporter agents /metrics (all, in parallel)"].append(metered("agents", scrape_agents))
         agents.shutdown()
 
         rss = rss_mib(serve.pid)
@@ -144,6 +157,9 @@ def main() -> int:
         agents_p50 = statistics.median(timings["jmx_exporter agents /metrics (all, in parallel)"])
         print(f"  agents / cdcwatch serve p50: {agents_p50 / serve_p50:.2f}x; cdcwatch serve RSS {rss:.0f} MiB")
         print(f"  the stack alone, unscraped, kept {quiet:.0%} of the machine's {os.cpu_count()} cores busy")
+        for round_name, spent in cpu.items():
+            print(f"  CPU per {'cdcwatch scrape' if round_name == 'serve' else 'round of the agents'}: " + ", ".join(
+                f"{who} {seconds / args.scrapes * 1000:.0f} ms" for who, seconds in spent.items()))
         checks = {
             f"one scrape p50 <= {TARGET_SCRAPE_SECONDS * 1000:.0f} ms": serve_p50 <= TARGET_SCRAPE_SECONDS,
             f"RSS <= {TARGET_RSS_MIB:.0f} MiB": rss <= TARGET_RSS_MIB,
@@ -152,6 +168,16 @@ def main() -> int:
                        timings, checks)
     finally:
         stop_all(serve, running)
+
+def cpu_seconds(pids: list[int | None]) -> float:
+    """User plus system CPU time the processes (and their threads) have used so far."""
+    ticks = 0
+    for pid in pids:
+        if pid is not None:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of the whole line)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
 
 def machine_busy(seconds: float) -> float:
     """The share of all cores' time spent on anything but idling and waiting for I/O, over `seconds`."""
