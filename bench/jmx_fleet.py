@@ -51,6 +51,8 @@ def main() -> int:
     parser.add_argument("--jvms", type=int, default=10, help="Kafka Connect workers, one JVM each")
     parser.add_argument("--connectors", type=int, default=50, help="Debezium connectors across the workers")
     parser.add_argument("--scrapes", type=int, default=25)
+    parser.add_argument("--profile", action="store_true",
+                        help="also print where an in-process scrape of every target spends its CPU time")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-fleet-"))
     base.chmod(0o755)
@@ -150,6 +152,8 @@ def main() -> int:
         agents.shutdown()
 
         rss = rss_mib(serve.pid)
+        if args.profile:
+            profile(config)
         print(f"{args.connectors} connectors in {args.jvms} Kafka Connect JVMs, {args.scrapes} interleaved rounds")
         for name, samples in timings.items():
             print(f"  {name:<48} p50 {statistics.median(samples) * 1000:7.1f} ms   p95 {p95(samples) * 1000:7.1f} ms")
@@ -168,6 +172,44 @@ def main() -> int:
                        timings, checks)
     finally:
         stop_all(serve, running)
+
+def profile(config: Path) -> None:
+    """Where an in-process scrape of every target spends CPU: per thread (by name: the collections', the JMX
+    reads', the client JVM's own), then cProfile of every target's collection in turn, in this thread."""
+    import cProfile
+    import pstats
+    from collections import defaultdict
+
+    from cdcwatch.config import load_config
+    from cdcwatch.exporter import Exporter
+
+    def by_thread() -> dict[str, float]:
+        spent: dict[str, float] = defaultdict(float)
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            try:
+                text = (task / "stat").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+            name, fields = text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()
+            spent[name.rstrip("0123456789-_ ") or name] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return spent
+
+    exporter = Exporter.from_config(load_config(config))
+    for _ in range(3):
+        exporter.scrape()  # connections, first class loads, the JIT
+    before = by_thread()
+    for _ in range(10):
+        exporter.scrape()
+    spent = {name: seconds - before.get(name, 0.0) for name, seconds in by_thread().items()}
+    busiest = sorted(spent.items(), key=lambda item: -item[1])[:8]
+    print(f"in process, CPU a scrape of all targets: {sum(spent.values()) * 100:.0f} ms; by thread: " + ", ".join(
+        f"{name} {seconds * 100:.0f} ms" for name, seconds in busiest if seconds > 0))
+    collectors = [scheduled.collector for scheduled in exporter._collectors]
+    profiler = cProfile.Profile()
+    profiler.runcall(lambda: [collector.collect() for _ in range(10) for collector in collectors])
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(20)
+    exporter.close()
+
 
 def cpu_seconds(pids: list[int | None]) -> float:
     """User plus system CPU time the processes (and their threads) have used so far."""
