@@ -282,7 +282,8 @@ class JpypeClient:
             if str(exc.getClass().getSimpleName()) == "InstanceNotFoundException":
                 return None  # the bean went away between the listing and the read
             raise
-        attributes = {str(a.getName()): to_python(a.getValue()) for a in values.asList()}
+        # iterated as a Java array (in C), not through the List view (a Python iterator: about 10 % of the CPU)
+        attributes = {str(a.getName()): to_python(a.getValue()) for a in values.toArray()}
         return MBean(bean.canonical, bean.domain, dict(bean.keys), attributes)
 
     def _drop(self) -> None:
