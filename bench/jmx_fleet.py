@@ -190,8 +190,8 @@ def profile(config: Path) -> None:
                 text = (task / "stat").read_text()
             except OSError:  # the thread ended meanwhile
                 continue
-            name, fields = text[text.index("(") + 1:text.rindex(")")], text.rsplit(")", 1)[1].split()
-            spent[name.rstrip("0123456789-_ ") or name] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            name = text[text.index("(") + 1:text.rindex(")")]
+            spent[name.rstrip("0123456789-_ ") or name] += stat_cpu_seconds(text)
         return spent
 
     exporter = Exporter.from_config(load_config(config))
@@ -211,14 +211,15 @@ def profile(config: Path) -> None:
     exporter.close()
 
 
+def stat_cpu_seconds(stat: str) -> float:
+    """User plus system CPU time in a /proc/.../stat line (fields 14 and 15, counted after the name's ')')."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pids: list[int | None]) -> float:
     """User plus system CPU time the processes (and their threads) have used so far."""
-    ticks = 0
-    for pid in pids:
-        if pid is not None:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of the whole line)
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(stat_cpu_seconds(Path(f"/proc/{pid}/stat").read_text()) for pid in pids if pid is not None)
 
 
 def machine_busy(seconds: float) -> float:

@@ -129,7 +129,6 @@ class _KeepAliveHandler(_SilentHandler):
     disable_nagle_algorithm = True  # headers and body are separate writes: the body must not wait for an ACK
 
     def handle(self) -> None:
-        self.close_connection = True
         self._answer()
         while not self.close_connection:
             try:
@@ -138,7 +137,7 @@ class _KeepAliveHandler(_SilentHandler):
                 self.close_connection = True
 
     def _answer(self) -> None:
-        self.close_connection = True
+        self.close_connection = True  # until parse_request finds the client wants the connection kept
         self.raw_requestline = self.rfile.readline(65537)
         if not self.raw_requestline:
             return
@@ -147,7 +146,6 @@ class _KeepAliveHandler(_SilentHandler):
             self.send_error(414)
             return
         if not self.parse_request():  # it answered the error
-            self.close_connection = True
             return
         if self.command == "HEAD" or self._has_body():
             self.close_connection = True

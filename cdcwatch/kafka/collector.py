@@ -117,10 +117,9 @@ _STATUS_CODES = {status: float(code) for status, code in SEVERITY.items()}
 class _SeriesLabels:
     """The label sets of one group partition's series, kept from one scrape to the next (rendered once)."""
 
-    __slots__ = ("by_method", "server", "where", "with_server")
+    __slots__ = ("by_method", "where", "with_server")
 
     def __init__(self, names: tuple[str, ...], values: tuple[str, ...], server: str) -> None:
-        self.server = server
         self.where = LabelSet(names, values)
         self.with_server = LabelSet((*names, "server"), (*values, server))
         self.by_method: dict[str, LabelSet] = {}
@@ -396,7 +395,7 @@ class KafkaCollector:
         for row in rows:
             assert row.kept is not None, "statuses are set before the families"
             labels, server = row.kept.labels, servers[row.topic]
-            if labels is None or labels.server != server:
+            if labels is None or labels.with_server["server"] != server:
                 labels = row.kept.labels = _SeriesLabels(
                     names, (*base_values, row.group.name, row.topic, str(row.partition)), server)
             if row.committed is not None:
