@@ -20,10 +20,38 @@ def _observations() -> list[Column]:
     return [F.collect_list("batch_summary").alias(SUMMARIES)]
 
 
+DECODER_NODES = frozenset({"MapInArrow", "PythonMapInArrow"})
+"""The logical plan node of `decode_events`'s `mapInArrow` (its name in Spark 4 and in Spark 3)."""
+ROW_PRESERVING_NODES = frozenset({"Project", "SubqueryAlias", "EventTimeWatermark", "Repartition",
+                                  "RepartitionByExpression", "RebalancePartitions", "ResolvedHint", "Sort"})
+"""Logical plan nodes that may stand between `decode_events` and `instrument`: each keeps every row, so the
+summaries still describe the rows. Anything else (Filter, Limit, Deduplicate, Join, Aggregate, Generate...)
+changes the rows they count."""
+
+
+def _check_rows_kept(events: DataFrame) -> None:
+    """Raise ValueError when the plan between `decode_events` and `events` can drop or add rows. Only a classic
+    (py4j) DataFrame exposes its plan; under Spark Connect the check is skipped."""
+    java = getattr(events, "_jdf", None)
+    if java is None:
+        return
+    node = java.queryExecution().analyzed()
+    while node.nodeName() not in DECODER_NODES:
+        name, children = node.nodeName(), node.children()
+        if children.length() == 0:
+            return  # the summaries were not decoded in this plan: nothing to check them against
+        if name not in ROW_PRESERVING_NODES or children.length() != 1:
+            raise ValueError(f"instrument() must see every row decode_events() returns, but a {name} stands "
+                             "between them and would change the rows the summaries count; apply instrument() "
+                             "to decode_events()'s DataFrame and transform what it returns")
+        node = children.apply(0)
+
+
 def instrument(events: DataFrame) -> DataFrame:
     """`events` (straight from `decode_events`: the summaries describe its rows, so nothing may filter them in
-    between) observed for the cdcwatch listener: counts, commit-time spread, malformed records, the newest
-    heartbeat and the latency by stage of every micro-batch."""
+    between; a plan that does is refused) observed for the cdcwatch listener: counts, commit-time spread,
+    malformed records, the newest heartbeat and the latency by stage of every micro-batch."""
     if "batch_summary" not in events.columns:
         raise ValueError("instrument() takes the DataFrame decode_events() returns: it has no batch_summary column")
+    _check_rows_kept(events)
     return events.observe(OBSERVATION, *_observations())

@@ -82,6 +82,28 @@ def test_instrument_leaves_rows_and_schema_unchanged(spark) -> None:
     assert [tuple(row) for row in observed.collect()] == [tuple(row) for row in events.collect()]
 
 
+def test_instrument_refuses_a_plan_that_changes_the_decoded_rows(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from spark_listeners.decode import decode_events
+    from spark_listeners.instrument import instrument
+
+    records = spark.createDataFrame(
+        [(b'{"id": 1}', b"{", "shop.public.items", 0, 1)], "key binary, value binary, topic string, partition int, offset long")
+    events = decode_events(records)
+    kept = [events, events.withColumn("seen", F.lit(1)), events.select("op", "batch_summary").alias("e"),
+            events.repartition(2)]
+    for frame in kept:
+        assert instrument(frame).count() == 1
+    changed = {"Filter": events.filter(F.col("malformed") == 0), "GlobalLimit": events.limit(5),
+               "Deduplicate": events.dropDuplicates(["op"]),
+               "Join": events.join(records.select("offset"), "offset").select(*events.columns),
+               "Union": events.union(events)}
+    for node, frame in changed.items():
+        with pytest.raises(ValueError, match=f"a {node} stands between"):
+            instrument(frame)
+
+
 def kafka_records(kafka_ms: int) -> list[dict]:
     """Row changes whose (source commit → connector, connector → Kafka timestamp) gaps in ms and Kafka
     timestamp type are chosen; then a heartbeat and a malformed record, which never count."""
