@@ -9,6 +9,7 @@ floor Prometheus sets (scrape interval + evaluation interval + the alert's `for`
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import time
@@ -525,7 +526,7 @@ class ScenarioReport:
     earliest_seconds: float = 0.0
     """The alert cannot fire sooner: its `for` plus the fault's settle time."""
     latest_seconds: float = 0.0
-    """It must fire by then: the floor plus SLACK_SECONDS."""
+    """It must fire by then: the floor, the rounding of `for` up to evaluation ticks, and SLACK_SECONDS."""
     fired_after: float | None = None
     resolved_after: float | None = None
     notifications: list[dict[str, Any]] | None = None
@@ -644,10 +645,12 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
         return _run_check(info, scenario, say)
     if scenario.alert is None:
         return _ride_out(info, scenario, say)
-    waits = _alert_for(scenario.alert) + scenario.settle_seconds
-    floor = info["scrape_interval_seconds"] * 2 + waits
+    interval, held = info["scrape_interval_seconds"], _alert_for(scenario.alert)
+    waits = held + scenario.settle_seconds
+    floor = interval * 2 + waits
+    ticks = math.ceil(held / interval) * interval - held  # `for` is checked at evaluation ticks: it may hold longer
     report = ScenarioReport(name, scenario.alert, floor, earliest_seconds=waits - EARLY_SLACK_SECONDS,
-                            latest_seconds=floor + SLACK_SECONDS)
+                            latest_seconds=floor + ticks + SLACK_SECONDS)
     say(f"{name}: {scenario.description}")
     say(f"  waiting until {scenario.alert} is quiet ...")
     wait_for(lambda: not _firing_now(info["prometheus"], scenario), 300, f"{scenario.alert} to be quiet", interval=1)

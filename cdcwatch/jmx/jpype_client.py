@@ -218,6 +218,8 @@ class JpypeClient:
                 keys = [(pattern, tuple(attributes)) for pattern, attributes in queries]
                 reads = [(index, listed) for index, key in enumerate(keys) if key not in self._constants
                          for listed in self._listed(connection, key)]
+                if not reads:  # every answer was known (no bean listed, or constants): ask the JVM it still answers
+                    connection.getMBeanCount()
                 beans = self._read_all(connection, [listed for _, listed in reads])
                 answers: list[list[MBean]] = [[] for _ in queries]
                 for (index, _), bean in zip(reads, beans, strict=True):

@@ -15,8 +15,9 @@ from tests.integration.conftest import value
 
 pytestmark = pytest.mark.integration
 
-NOTICE = WATCH_INTERVAL_SECONDS + 1.0
-"""Until an edit shows in a scrape: the watcher's next look, then the reload itself, a 0.2 s poll and a scrape."""
+NOTICE = WATCH_INTERVAL_SECONDS + 2.0
+"""Until an edit shows in a scrape: the watcher's next look, then the reload itself, a 0.2 s poll and a scrape
+(which may first wait for a collection already under way)."""
 
 
 def sources(postgres, *extra: str) -> str:
