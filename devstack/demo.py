@@ -44,7 +44,7 @@ from devstack.demo_settings import (
     STATE_FILE,
     STATUS_WINDOW_SAMPLES,
 )
-from devstack.procs import REPO, ServerProcess, StackError, free_port, jvm_dir, port_open
+from devstack.procs import REPO, ServerProcess, StackError, free_port, jvm_dir, port_open, wait_for
 
 __all__ = ["DemoStack", "run_demo"]
 
@@ -240,6 +240,16 @@ class DemoStack:
             "scrape_interval_seconds": float(SCRAPE_INTERVAL.rstrip("s")),
             "pids": self.pids(),
         })
+        self.log("        waiting for Prometheus to see the apply job's first changes ...")
+        wait_for(self._applying, 600, f"the apply job's first changes in Prometheus (log {self.apply.log})", interval=1)
+
+    def _applying(self) -> bool:
+        """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since
+        (ready before that, a fault on the apply job would find no stage to stall)."""
+        from cdcwatch.mixin.preview import PrometheusApi
+
+        return bool(PrometheusApi(self.prometheus.url).query(
+            f'cdcwatch:freshness_state{{server="{SERVER}", stage="apply"}} == 1'))
 
     def pids(self) -> dict[str, int]:
         found = {}
