@@ -246,10 +246,10 @@ class DemoStack:
     def _applying(self) -> bool:
         """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since
         (ready before that, a fault on the apply job would find no stage to stall)."""
+        from cdcwatch.mixin.alerts.pipeline import STATE
         from cdcwatch.mixin.preview import PrometheusApi
 
-        return bool(PrometheusApi(self.prometheus.url).query(
-            f'cdcwatch:freshness_state{{server="{SERVER}", stage="apply"}} == 1'))
+        return bool(PrometheusApi(self.prometheus.url).query(f'{STATE}{{server="{SERVER}", stage="apply"}} == 1'))
 
     def pids(self) -> dict[str, int]:
         found = {}

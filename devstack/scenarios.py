@@ -689,7 +689,9 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
 
 
 def _freshness(stage: str, state: str) -> str:
-    return f'cdcwatch:freshness_state{{server="{SERVER}", stage="{stage}", state="{state}"}}'
+    from cdcwatch.mixin.alerts.pipeline import STATE
+
+    return f'{STATE}{{server="{SERVER}", stage="{stage}", state="{state}"}}'
 
 
 def _states_seen(info: dict[str, Any], scenario: Scenario, since: float) -> dict[str, str]:
