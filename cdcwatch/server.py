@@ -8,15 +8,15 @@ import gc
 import logging
 import signal
 import socket
+import socketserver
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from wsgiref.simple_server import ServerHandler, WSGIServer, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
@@ -61,8 +61,10 @@ CLIENT_TIMEOUT_SECONDS = 30.0
 """How long one read or write to a client may wait: a client that stalls longer is disconnected."""
 
 
-class _ConnectionsClosingServer(ThreadingWSGIServer):
+class _ConnectionsClosingServer(socketserver.ThreadingMixIn, WSGIServer):
     """A thread per connection, and `server_close()` closes the connections kept open between requests too."""
+
+    daemon_threads = True  # threads not joined at close: ThreadingMixIn would otherwise keep every one in a list
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.connections: set[socket.socket] = set()
@@ -116,7 +118,7 @@ class _Http11ServerHandler(ServerHandler):
         self.complete = True
 
 
-class _KeepAliveHandler(_SilentHandler):
+class _KeepAliveHandler(WSGIRequestHandler):
     """wsgiref's request handler, which answers one request per connection, made to answer one after another on
     the same connection (HTTP/1.1 keep-alive, as Prometheus scrapes): a scrape then costs no new connection,
     thread or TLS handshake. The connection is closed, and the answer says so, when the client asks for it
@@ -127,6 +129,9 @@ class _KeepAliveHandler(_SilentHandler):
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: the body must not wait for an ACK
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No access log: a scrape every few seconds would be most of the log."""
 
     def handle(self) -> None:
         self._answer()
