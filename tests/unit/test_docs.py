@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
 import shlex
 import shutil
@@ -20,7 +21,7 @@ import pytest
 from cdcwatch import __version__
 from cdcwatch.cli import _parser
 from cdcwatch.config import parse_config
-from cdcwatch.mixin import MixinConfig
+from cdcwatch.mixin import MixinConfig, load_mixin_config
 from cdcwatch.mixin.generate import rules_yaml
 from tests.tools import ROOT, tool
 
@@ -69,6 +70,14 @@ def test_readme_configuration_is_the_typical_deployment_and_loads() -> None:
 def test_every_configuration_shown_loads(page: Path) -> None:
     for text in exporter_configs(page):
         parse_config(text, str(page.relative_to(ROOT)), env={name: "secret" for name in _ENV_REF.findall(text)})
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if any(b.startswith("# mixin.yml") for b in blocks(p, "yaml"))],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_mixin_configuration_shown_loads(page: Path, tmp_path: Path) -> None:
+    for text in (b for b in blocks(page, "yaml") if b.startswith("# mixin.yml")):
+        (tmp_path / "mixin.yml").write_text(text)
+        load_mixin_config(tmp_path / "mixin.yml")
 
 
 def test_readme_scrapes_the_jobs_the_rules_select(tmp_path: Path) -> None:
@@ -167,6 +176,12 @@ def test_readme_links_resolve() -> None:
         if "://" in link:
             continue
         assert (ROOT / link).exists() or link in PENDING_PAGES, f"README.md links to {link}, which does not exist"
+
+
+def test_dashboards_page_lists_every_dashboard() -> None:
+    rows = re.findall(r"^\| ([^|]+?) \| `([\w.-]+\.json)` \|", (DOCS / "dashboards.md").read_text(encoding="utf-8"), flags=re.M)
+    committed = {path.name: json.loads(path.read_text(encoding="utf-8"))["title"] for path in (ROOT / "dashboards").glob("*.json")}
+    assert {name: title for title, name in rows} == committed
 
 
 def _documented_layout() -> str:
