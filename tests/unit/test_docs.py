@@ -22,7 +22,9 @@ from cdcwatch import __version__
 from cdcwatch.cli import _parser
 from cdcwatch.config import parse_config
 from cdcwatch.mixin import MixinConfig, load_mixin_config
+from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.generate import rules_yaml
+from cdcwatch.reference import metrics_reference
 from tests.tools import ROOT, tool
 
 README = ROOT / "README.md"
@@ -169,6 +171,24 @@ def test_python_shown_parses_and_names_what_exists(page: Path) -> None:
                 continue
             for keyword in node.keywords:
                 assert keyword.arg in parameters, f"{page.name}: {ast.unparse(function)} takes no {keyword.arg}"
+
+
+def test_every_metric_named_in_the_docs_exists() -> None:
+    """A metric a page names (not a recording rule: those have colons) is one cdcwatch exports."""
+    exported = set(re.findall(r"`(cdcwatch_\w+)`", metrics_reference()))
+    not_metrics = {"cdcwatch_apply"}  # the reference apply job's target schema
+    for page in (p for p in PAGES if p.name != "reference.md"):
+        for name in re.findall(r"(?<![:\w])(cdcwatch_[a-z_]*[a-z])(?![:\w])", page.read_text(encoding="utf-8")):
+            if name not in not_metrics:
+                assert re.sub(r"_(bucket|sum|count)$", "", name) in exported or name in exported, \
+                    f"{page.relative_to(ROOT)} names {name}, which cdcwatch does not export"
+
+
+def test_every_alert_named_in_the_docs_exists() -> None:
+    alerts = {alert.name for alert in ALERTS}
+    for page in PAGES:
+        for name in set(re.findall(r"\b(Cdc[A-Z]\w+)\b", page.read_text(encoding="utf-8"))) - {"CdcMetricsListener"}:
+            assert name in alerts, f"{page.relative_to(ROOT)} names the alert {name}, which the rules do not have"
 
 
 def test_readme_links_resolve() -> None:
