@@ -30,6 +30,8 @@ from cdcwatch.mixin import RULES_FILE, MixinConfig
 from cdcwatch.server import build_app
 from tests.tools import tool
 
+pytestmark = pytest.mark.chart  # kubernetes-validate and jsonschema come with the test extra
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "cdcwatch"
 EXAMPLES = sorted((CHART / "examples").glob("values-*.yaml"))
