@@ -57,7 +57,7 @@ def rendered(*values: str, kube_version: str = KUBERNETES_VERSIONS[-1]) -> tuple
                 (Path(scratch) / f"{number}.json").write_text(value)
                 value = str(Path(scratch) / f"{number}.json")
             flags += ["-f", value]
-        done = helm("template", "cdcwatch", str(CHART), "--namespace", "monitoring", "--kube-version", kube_version, *flags)
+        done = helm("template", "pipeline", str(CHART), "--namespace", "monitoring", "--kube-version", kube_version, *flags)
     assert done.returncode == 0, done.stderr
     return tuple(obj for obj in yaml.safe_load_all(done.stdout) if obj)
 
