@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 from wsgiref.util import setup_testing_defaults
 
-import jsonschema
-import kubernetes_validate
 import pytest
 import yaml
 
@@ -107,13 +105,17 @@ def test_every_object_is_valid_kubernetes(values: tuple[str, ...], version: str)
     objects = rendered(*values, kube_version=version)
     core = [obj for obj in objects if obj["kind"] not in CRD_KINDS]
     assert {obj["kind"] for obj in core} >= {"Deployment", "Service", "ConfigMap", "ServiceAccount"}
+    import kubernetes_validate  # the test extra (this module's marker keeps it out of the no-extras run)
+
     for obj in core:
         kubernetes_validate.validate(obj, version, strict=True)
 
 
-@functools.cache
-def crd_schema(kind: str) -> dict[str, Any]:
-    return dict(json.loads((SCHEMAS / f"{CRD_KINDS[kind]}.json").read_text()))
+def match_crd(obj: dict[str, Any]) -> None:
+    """Raises unless `obj` fits the fields of its CRD (tests/schemas/)."""
+    import jsonschema  # the test extra (this module's marker keeps it out of the no-extras run)
+
+    jsonschema.validate(obj, json.loads((SCHEMAS / f"{CRD_KINDS[obj['kind']]}.json").read_text()))
 
 
 @pytest.mark.parametrize("values", RENDERINGS, ids=IDS)
@@ -122,12 +124,12 @@ def test_monitoring_objects_match_their_crds(values: tuple[str, ...]) -> None:
     monitoring = [obj for obj in objects if obj["kind"] in CRD_KINDS]
     assert {obj["kind"] for obj in monitoring} >= {"ServiceMonitor", "PrometheusRule"}
     for obj in monitoring:
-        jsonschema.validate(obj, crd_schema(obj["kind"]))
+        match_crd(obj)
 
 
 def test_the_strimzi_kafkaconnect_example_matches_its_crd() -> None:
     (connect,) = yaml.safe_load_all((CHART / "examples" / "strimzi-kafkaconnect.yaml").read_text())
-    jsonschema.validate(connect, crd_schema("KafkaConnect"))
+    match_crd(connect)
     assert connect["spec"]["jmxOptions"] == {"authentication": {"type": "password"}}
     # the values example reads the Secret Strimzi generates for it: <name>-kafka-connect-jmx
     values = yaml.safe_load((CHART / "examples" / "values-strimzi.yaml").read_text())
