@@ -46,7 +46,7 @@ def helm(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @functools.cache
-def rendered(*values: str, kube_version: str = KUBERNETES_VERSIONS[-1]) -> tuple[dict[str, Any], ...]:
+def rendered(*values: str, kube_version: str = KUBERNETES_VERSIONS[-1], release: str = "pipeline") -> tuple[dict[str, Any], ...]:
     """The objects `helm template` makes with these values: files, or JSON text (written to a file)."""
     with tempfile.TemporaryDirectory() as scratch:
         flags = []
@@ -55,7 +55,7 @@ def rendered(*values: str, kube_version: str = KUBERNETES_VERSIONS[-1]) -> tuple
                 (Path(scratch) / f"{number}.json").write_text(value)
                 value = str(Path(scratch) / f"{number}.json")
             flags += ["-f", value]
-        done = helm("template", "pipeline", str(CHART), "--namespace", "monitoring", "--kube-version", kube_version, *flags)
+        done = helm("template", release, str(CHART), "--namespace", "monitoring", "--kube-version", kube_version, *flags)
     assert done.returncode == 0, done.stderr
     return tuple(obj for obj in yaml.safe_load_all(done.stdout) if obj)
 
@@ -80,8 +80,11 @@ RENDERINGS = [(), (ALL_ON,), *((str(path),) for path in EXAMPLES)]
 IDS = ["defaults", "podMonitor", *(path.stem for path in EXAMPLES)]
 
 
-def test_there_are_the_three_documented_examples() -> None:
-    assert [path.name for path in EXAMPLES] == ["values-kafka-sasl-ssl.yaml", "values-postgres.yaml", "values-strimzi.yaml"]
+def test_every_example_is_documented_and_rendered_here() -> None:
+    docs = (ROOT / "docs" / "deploy" / "kubernetes.md").read_text()
+    examples = sorted((CHART / "examples").iterdir())
+    assert [path for path in examples if path.name.startswith("values-")] == EXAMPLES and len(EXAMPLES) == 3
+    assert [path.name for path in examples if f"`{path.name}`" not in docs] == []
 
 
 def test_helm_lint_passes_with_the_defaults_and_every_example() -> None:
@@ -134,6 +137,23 @@ def test_the_strimzi_kafkaconnect_example_matches_its_crd() -> None:
     # the values example reads the Secret Strimzi generates for it: <name>-kafka-connect-jmx
     values = yaml.safe_load((CHART / "examples" / "values-strimzi.yaml").read_text())
     assert {ref["secretName"] for ref in values["secretEnv"].values()} == {f"{connect['metadata']['name']}-kafka-connect-jmx"}
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_the_strimzi_network_policy_example_lets_the_exporter_reach_connect(version: str) -> None:
+    import kubernetes_validate  # the test extra (this module's marker keeps it out of the no-extras run)
+
+    (policy,) = yaml.safe_load_all((CHART / "examples" / "strimzi-connect-networkpolicy.yaml").read_text())
+    kubernetes_validate.validate(policy, version, strict=True)
+    (connect,) = yaml.safe_load_all((CHART / "examples" / "strimzi-kafkaconnect.yaml").read_text())
+    assert policy["spec"]["podSelector"]["matchLabels"]["strimzi.io/cluster"] == connect["metadata"]["name"]
+    assert policy["metadata"]["namespace"] == connect["metadata"]["namespace"]
+    (deployment,) = of_kind(rendered(str(CHART / "examples" / "values-strimzi.yaml"), release="cdcwatch"), "Deployment")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"][0]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    urls = yaml.safe_load((CHART / "examples" / "values-strimzi.yaml").read_text())["config"]["connect"]
+    assert {int(worker["url"].rsplit(":", 1)[1]) for worker in urls} == {port["port"] for port in rule["ports"]}
 
 
 def test_the_pod_runs_unprivileged_on_a_read_only_root() -> None:
