@@ -58,5 +58,5 @@ fi
 echo "check-no-extras: --help, docs metrics and check (exit 2 on a bad config) run without extras"
 
 # The unit tests that need no extra (pytest puts the tree first on sys.path: same code, no extras).
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not spark and not preview and not integration" tests/unit
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not spark and not preview and not chart and not integration" tests/unit
 echo "check-no-extras: ok"

@@ -1,6 +1,7 @@
 """Renders the committed outputs: `alerts/` (rules and their promtool tests), `alertmanager/` (inhibitions),
-`dashboards/` (JSON and a Grafana provisioning provider), `kubernetes/` (PrometheusRule, dashboard ConfigMaps)
-and the documentation's configuration and metrics references. `cdcwatch mixin generate` is the one command writing them."""
+`dashboards/` (JSON and a Grafana provisioning provider), the Helm chart's `charts/cdcwatch/files/` (the same
+rules and dashboards, for its PrometheusRule and dashboard ConfigMaps) and the documentation's configuration and
+metrics references. `cdcwatch mixin generate` is the one command writing them."""
 
 from __future__ import annotations
 
@@ -13,19 +14,17 @@ import yaml
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards, lint_exclusions
 from cdcwatch.mixin.inhibit import inhibit_yaml
-from cdcwatch.mixin.kubernetes import dashboard_config_maps, dashboard_provider, prometheus_rule
+from cdcwatch.mixin.kubernetes import CHART_DASHBOARDS_DIR, CHART_RULES_FILE, dashboard_provider
 from cdcwatch.mixin.rules import promtool_tests, rule_groups
 from cdcwatch.reference import has_references, with_references
 
-__all__ = ["DASHBOARD_CONFIGMAPS_FILE", "DASHBOARD_LINT_FILE", "DASHBOARD_PROVIDER_FILE",
-           "DOCS_DIR", "INHIBIT_FILE", "PROMETHEUS_RULE_FILE",
-           "RULES_FILE", "RULES_TEST_FILE", "reference_pages", "render_files", "rules_yaml", "to_yaml", "write_files"]
+__all__ = ["CHART_DASHBOARDS_DIR", "CHART_RULES_FILE", "DASHBOARD_LINT_FILE", "DASHBOARD_PROVIDER_FILE", "DOCS_DIR",
+           "INHIBIT_FILE", "RULES_FILE", "RULES_TEST_FILE", "reference_pages", "render_files", "rules_yaml", "to_yaml",
+           "write_files"]
 
 RULES_FILE = "alerts/cdcwatch.rules.yml"
 RULES_TEST_FILE = "alerts/cdcwatch.rules.test.yml"
 INHIBIT_FILE = "alertmanager/cdcwatch-inhibit.yml"
-PROMETHEUS_RULE_FILE = "kubernetes/prometheusrule.yaml"
-DASHBOARD_CONFIGMAPS_FILE = "kubernetes/grafana-dashboards.yaml"
 DASHBOARD_PROVIDER_FILE = "dashboards/provisioning/cdcwatch.yaml"
 DASHBOARD_LINT_FILE = "dashboards/.lint"
 """dashboard-linter's configuration of the dashboards' directory (it reads it from there)."""
@@ -56,16 +55,16 @@ def rules_yaml(config: MixinConfig) -> str:
 
 def render_files(config: MixinConfig) -> dict[str, str]:
     """Path (relative to the repository) → content."""
-    files = {RULES_FILE: rules_yaml(config),
+    rules = rules_yaml(config)
+    files = {RULES_FILE: rules,
              RULES_TEST_FILE: to_yaml(promtool_tests(config, Path(RULES_FILE).name)),
              INHIBIT_FILE: inhibit_yaml(_HEADER),
-             PROMETHEUS_RULE_FILE: to_yaml(prometheus_rule(config)),
-             DASHBOARD_CONFIGMAPS_FILE: _HEADER + "".join(f"---\n{to_yaml(m, header=False)}" for m in dashboard_config_maps(config)),
-             DASHBOARD_PROVIDER_FILE: to_yaml(dashboard_provider(config))}
+             DASHBOARD_PROVIDER_FILE: to_yaml(dashboard_provider(config)),
+             CHART_RULES_FILE: rules}
     if exclusions := lint_exclusions(config):
         files[DASHBOARD_LINT_FILE] = to_yaml(exclusions)
     for name, model in build_dashboards(config).items():
-        files[f"dashboards/{name}"] = json.dumps(model, indent=2, sort_keys=True) + "\n"
+        files[f"dashboards/{name}"] = files[f"{CHART_DASHBOARDS_DIR}/{name}"] = json.dumps(model, indent=2, sort_keys=True) + "\n"
     return files
 
 
