@@ -20,7 +20,7 @@ rule {
   }
   annotation "runbook_url" {
     severity = "bug"
-    value    = "https?://.+#[a-z]+"
+    value    = "(https?://[^\\s#]+|[^\\s#:]+)#[a-z]+"
     required = true
   }
 }

@@ -58,7 +58,7 @@ def render_files(config: MixinConfig) -> dict[str, str]:
     """Path (relative to the repository) → content."""
     files = {RULES_FILE: rules_yaml(config),
              RULES_TEST_FILE: to_yaml(promtool_tests(config, Path(RULES_FILE).name)),
-             INHIBIT_FILE: inhibit_yaml(_HEADER),
+             INHIBIT_FILE: inhibit_yaml(config, _HEADER),
              PROMETHEUS_RULE_FILE: to_yaml(prometheus_rule(config)),
              DASHBOARD_CONFIGMAPS_FILE: _HEADER + "".join(f"---\n{to_yaml(m, header=False)}" for m in dashboard_config_maps(config)),
              DASHBOARD_PROVIDER_FILE: to_yaml(dashboard_provider(config))}

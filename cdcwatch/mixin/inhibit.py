@@ -6,13 +6,15 @@ that the source or a target does not carry would make the rule silently useless.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
 from cdcwatch.mixin.alerts import ALERTS
+from cdcwatch.mixin.config import MixinConfig
+from cdcwatch.mixin.rules import deployed_alerts
 
-__all__ = ["INHIBITIONS", "Inhibition", "inhibit_rules", "inhibit_yaml"]
+__all__ = ["INHIBITIONS", "Inhibition", "deployed_inhibitions", "inhibit_rules", "inhibit_yaml"]
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,29 @@ def _names(names: tuple[str, ...]) -> str:
     return f'alertname="{names[0]}"' if len(names) == 1 else f'alertname=~"{"|".join(names)}"'
 
 
-def inhibit_rules() -> list[dict[str, object]]:
+def deployed_inhibitions(config: MixinConfig) -> tuple[Inhibition, ...]:
+    """The inhibitions among the alerts `config.stages` deploys: each with its sources and targets that exist, and
+    only while it has both."""
+    present = {a.name for a in deployed_alerts(config)}
+    kept = []
+    for inhibition in INHIBITIONS:
+        sources = tuple(n for n in inhibition.sources if n in present)
+        targets = tuple(n for n in inhibition.targets if n in present)
+        if sources and targets:
+            kept.append(replace(inhibition, sources=sources, targets=targets))
+    return tuple(kept)
+
+
+def inhibit_rules(config: MixinConfig | None = None) -> list[dict[str, object]]:
+    config = config or MixinConfig()
     return [{"source_matchers": [_names(i.sources)], "target_matchers": [_names(i.targets)],
-             **({"equal": list(i.equal)} if i.equal else {})} for i in INHIBITIONS]
+             **({"equal": list(i.equal)} if i.equal else {})} for i in deployed_inhibitions(config)]
 
 
-def inhibit_yaml(header: str) -> str:
+def inhibit_yaml(config: MixinConfig, header: str) -> str:
     """The `inhibit_rules:` section to paste into (or merge with) alertmanager.yml, one comment per rule."""
     lines = [header.rstrip("\n"), "inhibit_rules:"]
-    for inhibition, rule in zip(INHIBITIONS, inhibit_rules(), strict=True):
+    for inhibition, rule in zip(deployed_inhibitions(config), inhibit_rules(config), strict=True):
         lines.append(f"# {inhibition.why}")
         lines.append(yaml.safe_dump([rule], sort_keys=False, width=1000).rstrip("\n"))
     return "\n".join(lines) + "\n"

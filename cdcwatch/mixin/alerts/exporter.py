@@ -27,9 +27,12 @@ ALERTS = (
         "Prometheus cannot scrape {{ $labels.job }} at {{ $labels.instance }}",
         "{{ $labels.instance }} ({{ $labels.job }}) has not answered Prometheus for %(for)s: its metrics, and every "
         "alert built on them, are blind.",
-        fires=Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
-                   labels=labels_of(_DRIVER)),
+        fires=Case("the exporter does not answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "0x40"},
+                   labels=labels_of(EXPORTER)),
         quiet=Case("both answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "1x40"}),
+        more=(Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
+                   labels=labels_of(_DRIVER), needs=frozenset({"spark"})),),
+        shaped=lambda stages: "up{%(cdcwatch)s} == 0" + (" or up{%(spark)s} == 0" if "spark" in stages else ""),
     ),
     Alert(
         "CdcwatchEndpointAbsent",

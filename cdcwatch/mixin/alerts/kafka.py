@@ -1,7 +1,7 @@
 """Kafka: consumer groups behind, stalled or rewound, groups that retention is about to overtake, and topics
 whose newest change is old."""
 
-from cdcwatch.mixin.alerts.examples import SPARK, TOPIC
+from cdcwatch.mixin.alerts.examples import TOPIC
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
@@ -9,8 +9,8 @@ __all__ = ["GROUP"]
 _KEY = "job, instance, target, group, topic, server"
 _PARTITION = f'{TOPIC},partition="0"'
 _NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
-_HEARTBEAT = "cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds"
-_SPARK = f'{SPARK},server="inventory"'
+_HEARTBEATS = (TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
+               + ',partition="0"')
 _RUNWAY = "cdcwatch_kafka_consumergroup_topic_retention_runway_seconds"
 _USED = "cdcwatch_kafka_consumergroup_topic_retention_used_ratio"
 _MIN_RUNWAY = "group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min"
@@ -96,24 +96,21 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaDataTooOld",
-        f"time() - max by (job, instance, target, server) ({_NEWEST}{{%(cdcwatch)s}}) > %(kafka_data_age_seconds)s\n"
-        "unless on (server)\n"
-        f"  time() - max by (server) ({_HEARTBEAT}{{%(spark)s}}) < %(kafka_data_age_seconds)s",
+        f"time() - max by (job, instance, target, server) ({_NEWEST}{{%(cdcwatch)s}}) > %(kafka_data_age_seconds)s",
         "warning", "warning",
         "The newest change of {{ $labels.server }} in Kafka is old",
         "The newest change any topic of {{ $labels.server }} holds was committed {{ $value | humanizeDuration }} ago "
-        "(threshold %(kafka_data_age_seconds)ss) and no fresh heartbeat shows the source idle: the connector does "
-        "not deliver.",
+        "(threshold %(kafka_data_age_seconds)ss), its heartbeat topic included: the connector does not deliver.",
         fires=Case("no change and no heartbeat for 80 minutes",
-                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_HEARTBEAT}{{{_SPARK}}}": "0x100"},
+                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0x100"},
                    at="80m", labels=labels_of(TOPIC.replace(',group="apply",topic="inventory.public.items"', "")),
                    value=4800),
-        quiet=Case("an idle source: heartbeats keep coming",
-                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_HEARTBEAT}{{{_SPARK}}}": "0+60x100"}, at="80m"),
+        quiet=Case("an idle source: Debezium's heartbeats keep coming to its heartbeat topic",
+                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0+60x100"}, at="80m"),
         since="61m", boundary_value=61 * 60 + 10 * 60,
-        more=(Case("changes keep coming", {f"{_NEWEST}{{{_PARTITION}}}": "0+60x100", f"{_HEARTBEAT}{{{_SPARK}}}": "0x100"},
+        more=(Case("changes keep coming", {f"{_NEWEST}{{{_PARTITION}}}": "0+60x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0x100"},
                    at="80m"),),
     ),
 )
 
-GROUP = Group("cdcwatch-kafka", RECORDINGS, ALERTS)
+GROUP = Group("cdcwatch-kafka", RECORDINGS, ALERTS, stage="kafka")

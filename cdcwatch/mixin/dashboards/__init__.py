@@ -10,7 +10,7 @@ from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards.connect import CONNECT
 from cdcwatch.mixin.dashboards.debezium import DEBEZIUM
 from cdcwatch.mixin.dashboards.kafka import KAFKA
-from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, panel_queries
+from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, deployed_rows, panel_queries
 from cdcwatch.mixin.dashboards.overview import OVERVIEW
 from cdcwatch.mixin.dashboards.spark import SPARK
 
@@ -24,7 +24,8 @@ def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:
     warns that it prefers its v2 resources, which older Grafanas cannot import)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return {f"{spec.uid}.json": build(spec, config) for spec in DASHBOARDS}
+        return {f"{spec.uid}.json": build(spec, config) for spec in DASHBOARDS
+                if (not spec.stage or spec.stage in config.stages.enabled()) and deployed_rows(spec, config)}
 
 
 def conditional_exprs(config: MixinConfig) -> dict[str, str]:

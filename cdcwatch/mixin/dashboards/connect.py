@@ -89,4 +89,4 @@ CONNECT = DashboardSpec(
                              f"{{{_SEL}}}[$__rate_interval]))", "{{connector}} failed", when="the worker's JMX is collected")),
                       alerts=("CdcConnectDlqProduceFailures",)),
         )),
-    ))
+    ), stage="connect_rest")

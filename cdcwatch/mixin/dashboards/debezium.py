@@ -98,4 +98,4 @@ DEBEZIUM = DashboardSpec(
                       (Query("sum by (server) (increase(cdcwatch_debezium_schema_history_changes_applied_total"
                              f"{{{_SEL}}}[$__rate_interval]))", "{{server}}"),)),
         )),
-    ))
+    ), stage="debezium")

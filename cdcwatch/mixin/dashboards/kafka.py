@@ -63,4 +63,4 @@ KAFKA = DashboardSpec(
                       (Query(f"time() - max by (topic) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{{{_TOPIC}}})",
                              "{{topic}}"),), threshold=Threshold("kafka_data_age_seconds")),
         )),
-    ))
+    ), stage="kafka")

@@ -49,7 +49,7 @@ from cdcwatch.mixin.config import MixinConfig
 
 __all__ = ["ACTIVE", "CONNECTED", "FRESHNESS", "STATUS",
            "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
-           "build", "conditional_queries", "panel_queries", "threshold_alert"]
+           "build", "conditional_queries", "deployed_rows", "panel_queries", "threshold_alert"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,8 @@ class DashboardSpec:
     variables: tuple[Variable, ...]
     rows: tuple[tuple[str, tuple[PanelSpec, ...]], ...]
     tags: tuple[str, ...] = field(default=("cdcwatch",))
+    stage: str = ""
+    """The stage the whole board watches (`MixinConfig.stages`): without it, no board."""
 
 
 def threshold_alert(name: str) -> str:
@@ -121,10 +123,40 @@ def threshold_alert(name: str) -> str:
     return users[0]
 
 
+_SERVER_SOURCES = (("debezium", "cdcwatch_debezium_connected"), ("connect_rest", "cdcwatch_connect_connector_pipeline_info"),
+                   ("kafka", "cdcwatch_kafka_topic_partitions"), ("postgres", "cdcwatch_postgres_replication_slot_active"),
+                   ("spark", "cdcwatch_spark_freshness_seconds"))
+"""A series per stage that carries the pipeline's `server`: the server variables offer the servers any stage the
+deployment has knows."""
+
+
 def _placeholders(config: MixinConfig) -> dict[str, str]:
     scope = 'job=~"$job", instance=~"$instance"'
+    stages = config.stages.enabled()
+    servers = "|".join(name for stage, name in _SERVER_SOURCES if stage in stages) or "cdcwatch_up"
     return {"cdcwatch": f"{config.selectors.cdcwatch}, {scope}", "spark": f"{config.selectors.spark}, {scope}",
-            "scope": scope, "only_cdcwatch": config.selectors.cdcwatch, "only_spark": config.selectors.spark}
+            "scope": scope, "only_cdcwatch": config.selectors.cdcwatch, "only_spark": config.selectors.spark,
+            "server_series": f'__name__=~"{servers}"',
+            "endpoint_series": "cdcwatch_up|cdcwatch_spark_query_state" if "spark" in stages else "cdcwatch_up"}
+
+
+def deployed_rows(spec: DashboardSpec, config: MixinConfig) -> tuple[tuple[str, tuple[PanelSpec, ...]], ...]:
+    """The spec's rows with only the panels whose series the deployment (`config.stages`) has: every metric of
+    their queries from a stage it runs, every recorded series from a rule it gets; rows left empty are left out."""
+    from cdcwatch.mixin.alerts import RECORDING_RULES
+    from cdcwatch.mixin.rules import deployed_groups, metrics_in
+    from cdcwatch.mixin.stages import stages_of
+
+    stages = config.stages.enabled()
+    recorded = {r.record for r in RECORDING_RULES}
+    kept = {r.record for g in deployed_groups(config) for r in g.recordings}
+
+    def deployed(panel: PanelSpec) -> bool:
+        names = {n for q in panel.queries for n in metrics_in(q.expr)}
+        return stages_of(names - recorded) <= stages and names & recorded <= kept
+
+    rows = ((title, tuple(p for p in panels if deployed(p))) for title, panels in spec.rows)
+    return tuple((title, panels) for title, panels in rows if panels)
 
 
 def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
@@ -170,7 +202,8 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
     """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
-    multi-valued with All; one row per group of panels."""
+    multi-valued with All (the spec's own matching an empty label too: a slot without a server is no less a
+    slot); one row per group of panels."""
     values = _placeholders(config)
     datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
     board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
@@ -185,8 +218,8 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
         board = board.with_variable(
             dashboard.QueryVariable(variable.name).label(variable.name.capitalize()).datasource(datasource).query(query)
             .definition(query).refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC)
-            .multi(True).include_all(True).all_value(".+"))
-    for title, panels in spec.rows:
+            .multi(True).include_all(True).all_value(".+" if variable in variables else ".*"))
+    for title, panels in deployed_rows(spec, config):
         board = board.with_row(dashboard.Row(title))
         for panel in panels:
             board = board.with_panel(_panel(panel, config, values, 24 // len(panels)))

@@ -19,8 +19,8 @@ OVERVIEW = DashboardSpec(
     "cdcwatch-overview", "CDC pipeline overview",
     "Source → Debezium → Kafka Connect → Kafka → Spark, one row per stage; end-to-end freshness first. "
     "Walk it left to right: the first red stage is where the pipeline stopped.",
-    '{__name__=~"cdcwatch_up|cdcwatch_spark_query_state"',
-    (Variable("server", 'label_values(cdcwatch_spark_freshness_seconds{%(only_spark)s, job=~"$job"}, server)'),),
+    '{__name__=~"%(endpoint_series)s"',
+    (Variable("server", 'label_values({%(server_series)s, job=~"$job"}, server)'),),
     (
         ("End to end", (
             PanelSpec("Freshness of the target", "Age of the newest change or heartbeat the apply job has applied.", "s",

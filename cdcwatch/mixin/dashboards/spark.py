@@ -69,4 +69,4 @@ SPARK = DashboardSpec(
                       (Query(f"max by (query, state) (cdcwatch_spark_query_state{{{_QUERY}}} == 1)", "{{query}}: {{state}}"),),
                       kind="states", alerts=("CdcSparkQueryFailed",)),
         )),
-    ))
+    ), stage="spark")
