@@ -14,7 +14,7 @@ from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.rules import deployed_alerts
 
-__all__ = ["INHIBITIONS", "Inhibition", "deployed_inhibitions", "inhibit_rules", "inhibit_yaml"]
+__all__ = ["INHIBITIONS", "SEVERITY_RANK", "Inhibition", "deployed_inhibitions", "inhibit_rules", "inhibit_yaml"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("job", "instance")),
     Inhibition("cdcwatch cannot collect from a target: the alerts on that target's series",
                ("CdcwatchTargetDown",), _carrying(("job", "instance", "target"), but=("CdcwatchTargetDown",)),
+               ("job", "instance", "target")),
+    Inhibition("a Kafka Connect worker does not answer: the alerts on its series",
+               ("CdcConnectWorkerDown",), _carrying(("job", "instance", "target"), but=("CdcConnectWorkerDown",)),
                ("job", "instance", "target")),
     Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED: the Debezium and downstream "
                "alerts of its server", _CONNECT_DOWN, _carrying(("server",), "CdcDebezium") + _DOWNSTREAM, ("server",)),
@@ -67,14 +70,19 @@ def _names(names: tuple[str, ...]) -> str:
     return f'alertname="{names[0]}"' if len(names) == 1 else f'alertname=~"{"|".join(names)}"'
 
 
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
 def deployed_inhibitions(config: MixinConfig) -> tuple[Inhibition, ...]:
-    """The inhibitions among the alerts `config.stages` deploys: each with its sources and targets that exist, and
-    only while it has both."""
-    present = {a.name for a in deployed_alerts(config)}
+    """The inhibitions among the alerts `config.stages` deploys: each with its sources and targets that exist, the
+    targets only of a severity no higher than every source's (a warning never silences a page), and only while it
+    has both."""
+    present = {a.name: SEVERITY_RANK[a.severity] for a in deployed_alerts(config)}
     kept = []
     for inhibition in INHIBITIONS:
         sources = tuple(n for n in inhibition.sources if n in present)
-        targets = tuple(n for n in inhibition.targets if n in present)
+        lowest = min((present[n] for n in sources), default=0)
+        targets = tuple(n for n in inhibition.targets if n in present and present[n] <= lowest)
         if sources and targets:
             kept.append(replace(inhibition, sources=sources, targets=targets))
     return tuple(kept)

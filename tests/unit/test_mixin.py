@@ -170,7 +170,7 @@ def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:
 def test_selectors_and_thresholds_come_from_the_config() -> None:
     config = load_mixin_config(CONFFILES / "mixin-valid.yaml")
     rules = render_files(config)[RULES_FILE]
-    assert 'cdcwatch_up{job="cdc", namespace=~"cdc|cdc-staging"} == 0' in rules
+    assert 'cdcwatch_up{job="cdc", namespace=~"cdc|cdc-staging", collector!="connect"} == 0' in rules
     assert "cdcwatch_spark_freshness_seconds" in rules and ") > 42" in rules and "> 53687091200" in rules
     assert "https://wiki.example.com/cdcwatch/runbook#cdcwatchtargetdown" in rules
     assert 'job="cdcwatch"' not in rules
