@@ -91,8 +91,11 @@ class Durations(_Strict):
     """`for` of CdcPipelineStalled: longer than a connector or worker restart takes."""
     freshness_window: str = "5m"
     """Freshness state: the window over which a stage counts as moving (its counters rose) and its lag as growing."""
+    abandoned: str = "6h"
+    """A consumer group STOP (no member, no commit) this long is abandoned: it no longer pages, it warns to be
+    retired (deleted, or left out with the Kafka target's `groups.deny`)."""
 
-    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window")
+    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window", "abandoned")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):
