@@ -18,6 +18,11 @@ rule {
     severity = "bug"
     required = true
   }
+  annotation "dashboard_url" {
+    severity = "bug"
+    value    = "(https?://[^\\s]+)?/d/cdcwatch-[a-z]+.*"
+    required = true
+  }
   annotation "runbook_url" {
     severity = "bug"
     value    = "(https?://[^\\s#]+|[^\\s#:]+)#[a-z]+"

@@ -48,6 +48,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                "alerts of its server", _CONNECT_DOWN, _carrying(("server",), "CdcDebezium") + _DOWNSTREAM, ("server",)),
     Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
                ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
+    Inhibition("the apply job applies changes late: the end-to-end objective's warning about the same query (one "
+               "notification about one number)", ("CdcSparkApplyLagHigh",), ("CdcPipelineStageSlow",),
+               ("job", "instance", "query", "server")),
     Inhibition("the Spark query failed or hangs: its freshness and lag alerts",
                ("CdcSparkQueryFailed", "CdcSparkNoProgress"), ("CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh"), ("query",)),
     Inhibition("no Spark listener reports at all: the freshness alerts that remember its vanished series",

@@ -19,7 +19,7 @@ from cdcwatch.mixin.config import MixinConfig, exact
 from cdcwatch.mixin.stages import stages_of
 from cdcwatch.mixin.templates import render_annotation
 
-__all__ = ["annotations", "deployed_alerts", "deployed_groups", "expression", "metrics_in", "promtool_tests",
+__all__ = ["annotations", "dashboard_url", "deployed_alerts", "deployed_groups", "expression", "metrics_in", "promtool_tests",
            "rule_groups", "seconds"]
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
@@ -72,9 +72,31 @@ def expression(template: str, config: MixinConfig, alert: Alert | None = None) -
     return template % {**config.placeholders(), **({"for": alert.for_(config)} if alert else {})}
 
 
+_BOARDS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "cdcwatch-debezium": ("debezium", "cdcwatch-debezium", {"target": "target", "server": "server"}),
+    "cdcwatch-connect": ("connect_rest", "cdcwatch-connect", {"worker": "target", "connector": "connector"}),
+    "cdcwatch-kafka": ("kafka", "cdcwatch-kafka", {"cluster": "target", "group": "group", "topic": "topic"}),
+    "cdcwatch-spark": ("spark", "cdcwatch-spark", {"query": "query", "server": "server"}),
+}
+"""Rule group → (the stage its board needs, the board's uid, board variable → the alert label that sets it). The
+other groups' alerts open the overview, by server."""
+_GROUP_OF = {a.name: g.name for g in GROUPS for a in g.alerts}
+
+
+def dashboard_url(alert: Alert, config: MixinConfig) -> str:
+    """The board of the alert's area, its variables set from the alert's labels (those it fires with)."""
+    stage, uid, variables = _BOARDS.get(_GROUP_OF[alert.name], ("", "cdcwatch-overview", {"server": "server"}))
+    if stage and stage not in config.stages.enabled():
+        uid, variables = "cdcwatch-overview", {"server": "server"}
+    labels = set(alert.fires.labels or {})
+    pairs = [(v, label) for v, label in {"job": "job", "instance": "instance", **variables}.items() if label in labels]
+    query = "&".join(f"var-{v}={{{{ $labels.{label} }}}}" for v, label in pairs)
+    return f"{config.grafana_url}/d/{uid}" + (f"?{query}" if query else "")
+
+
 def alert_annotations(alert: Alert, config: MixinConfig) -> dict[str, str]:
     return {"summary": expression(alert.summary, config, alert), "description": expression(alert.description, config, alert),
-            "runbook_url": config.runbook(alert.name)}
+            "runbook_url": config.runbook(alert.name), "dashboard_url": dashboard_url(alert, config)}
 
 
 def rule_groups(config: MixinConfig) -> dict[str, Any]:

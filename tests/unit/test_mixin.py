@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -89,9 +90,31 @@ def test_every_alert_is_complete_and_has_a_runbook_section() -> None:
     for group in rule_groups(config)["groups"]:
         for rule in (r for r in group["rules"] if "alert" in r):
             assert rule["for"] and rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
-            assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}, rule["alert"]
+            assert set(rule["annotations"]) == {"summary", "description", "runbook_url", "dashboard_url"}, rule["alert"]
             assert rule["annotations"]["runbook_url"] == f"{config.runbook_base_url}#{rule['alert'].lower()}"
             assert rule["alert"].lower() in anchors, f"docs/runbook.md has no section for {rule['alert']}"
+
+
+@pytest.mark.parametrize("shape", ["everything", "no Spark"])
+def test_every_alert_links_to_a_board_of_the_deployment_with_variables_it_has(shape: str) -> None:
+    """`dashboard_url`: a generated board of the deployment, each variable one the board has, set from a label the
+    alert fires with (pint checks the query keeps it); the area's own board where it is deployed."""
+    config = _shape(shape).model_copy(update={"grafana_url": "https://grafana.example.com"})
+    boards = build_dashboards(config)
+    linked = set()
+    for group in rule_groups(config)["groups"]:
+        for rule in (r for r in group["rules"] if "alert" in r):
+            url = urllib.parse.urlparse(rule["annotations"]["dashboard_url"])
+            uid = url.path.removeprefix("/d/")
+            assert url.netloc == "grafana.example.com" and f"{uid}.json" in boards, (rule["alert"], url)
+            names = {v["name"] for v in boards[f"{uid}.json"]["templating"]["list"]}
+            variables = urllib.parse.parse_qs(url.query)
+            assert variables and {k.removeprefix("var-") for k in variables} <= names, (rule["alert"], url.query)
+            assert all(re.fullmatch(r"\{\{ \$labels\.\w+ \}\}", v[0]) for v in variables.values()), url.query
+            linked.add(uid)
+            if f"{group['name']}.json" in boards:
+                assert uid == group["name"], rule["alert"]
+    assert linked == {name.removesuffix(".json") for name in boards}
 
 
 def test_the_monitor_itself_is_never_critical() -> None:
