@@ -35,10 +35,10 @@ def conditional_exprs(config: MixinConfig) -> dict[str, str]:
 
 def lint_exclusions(config: MixinConfig) -> dict[str, Any]:
     """dashboard-linter's `.lint` for the dashboards' directory: its job and instance rules stand down for the
-    panels that read only series keyed by server across collectors (they have neither label)."""
+    panels that read only series keyed by server across collectors, or the firing alerts (they have neither label)."""
     from cdcwatch.mixin.alerts import RECORDING_RULES
 
-    across = {r.record for r in RECORDING_RULES if r.pipeline}
+    across = {r.record for r in RECORDING_RULES if r.pipeline} | {"ALERTS"}  # Prometheus' own: every alert's labels
     read: dict[tuple[str, str], set[str]] = {}
     for model in build_dashboards(config).values():
         for title, expr in panel_queries(model):
