@@ -27,6 +27,7 @@ from dataclasses import replace
 
 from cdcwatch.mixin.alerts.examples import DBZ, SLOT, SPARK, TOPIC
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording
+from cdcwatch.mixin.stages import STAGES
 
 __all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
 
@@ -129,7 +130,7 @@ def _freshness_code(stages: frozenset[str]) -> str:
     return _named("\nor\n".join(chains))
 
 
-_ALL_STAGES = frozenset({"debezium", "kafka", "postgres", "spark"})
+_ALL_STAGES = frozenset(STAGES)
 
 _STAGES_AND_PIPELINE = f'(\n    {CODE}\n  or\n    label_replace(max by (server) ({CODE}), "stage", "pipeline", "", "")\n)'
 _STATE_SET = "\nor\n".join(f'label_replace({_STAGES_AND_PIPELINE} == bool {code}, "state", "{state}", "", "")'
