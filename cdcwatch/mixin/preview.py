@@ -266,14 +266,15 @@ def render_board(model: dict[str, Any], panels: list[tuple[dict[str, Any], Serie
     columns_px, row_px = _GRID_PIXELS
     figure = plt.figure(figsize=(24 * columns_px / dpi, rows * row_px / dpi), dpi=dpi)
     for header in (p for p in model["panels"] if p["type"] == "row"):
-        y = 1 - (header["gridPos"]["y"] + 0.8) / rows
+        y = 1 - (header["gridPos"]["y"] + 0.75) / rows
         figure.text(0.005, y, header["title"], fontsize=12, fontweight="bold")
     drawn_as: dict[str, str] = {}
     for panel, results in panels:
         grid = panel["gridPos"]
         left, width = grid["x"] / 24, grid["w"] / 24
         bottom, height = 1 - (grid["y"] + grid["h"]) / rows, grid["h"] / rows
-        frame = figure.add_axes((left + 0.002, bottom + 0.002, width - 0.004, height - 0.004))
+        title_room = 0.7 / rows  # the panel's title inside its cell, under the row's header
+        frame = figure.add_axes((left + 0.002, bottom + 0.002, width - 0.004, height - title_room))
         frame.set_xticks([])
         frame.set_yticks([])
         frame.set_facecolor("white")
