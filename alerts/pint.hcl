@@ -18,9 +18,14 @@ rule {
     severity = "bug"
     required = true
   }
+  annotation "dashboard_url" {
+    severity = "bug"
+    value    = "(https?://[^\\s]+)?/d/cdcwatch-[a-z]+.*"
+    required = true
+  }
   annotation "runbook_url" {
     severity = "bug"
-    value    = "https?://.+#[a-z]+"
+    value    = "(https?://[^\\s#]+|[^\\s#:]+)#[a-z]+"
     required = true
   }
 }

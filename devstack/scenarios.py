@@ -485,7 +485,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("connector-crash",
              "kill -9 the Kafka Connect worker running the Debezium connector, then start it again: the changes "
              "since its last offset flush are re-delivered and counted as duplicates",
-             "CdcwatchTargetDown", {"collector": "connect", "target": "connect"},
+             "CdcConnectWorkerDown", {"target": "connect"},
              kill_connect_between_flushes, lambda stack: stack.connect.start()),
     Scenario("source-down", "stop the source PostgreSQL, then start it again",
              "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validato
 
 from cdcwatch.config import load_yaml_model
 
-__all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Thresholds", "exact", "load_mixin_config"]
+__all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Stages", "Thresholds", "exact", "load_mixin_config"]
 
 _MATCHER = re.compile(r'\s*[a-zA-Z_]\w*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*')
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
@@ -91,8 +91,11 @@ class Durations(_Strict):
     """`for` of CdcPipelineStalled: longer than a connector or worker restart takes."""
     freshness_window: str = "5m"
     """Freshness state: the window over which a stage counts as moving (its counters rose) and its lag as growing."""
+    abandoned: str = "6h"
+    """A consumer group STOP (no member, no commit) this long is abandoned: it no longer pages, it warns to be
+    retired (deleted, or left out with the Kafka target's `groups.deny`)."""
 
-    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window")
+    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window", "abandoned")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):
@@ -110,21 +113,60 @@ class KubernetesOutput(_Strict):
     """Directory the file provisioning provider reads the dashboards' JSON from."""
 
 
+class Stages(_Strict):
+    """The parts of the pipeline this deployment runs and cdcwatch collects. A stage set to false gets no alert,
+    recording rule, inhibition or dashboard panel, and no other stage's rule reads its series (a team that runs
+    Debezium → Kafka → its own consumers sets `spark: false`)."""
+
+    debezium: bool = True
+    """Debezium connectors' MBeans over JMX (`debezium` targets, or a Connect worker's JMX)."""
+    connect_rest: bool = True
+    """Kafka Connect's REST API: connector and task states, failures, pipeline identity."""
+    connect_jmx: bool = True
+    """Kafka Connect's own JMX beans: task restarts, records polled and written, errors, dead letter queue."""
+    kafka: bool = True
+    """Consumer groups, topics and retention (`kafka` targets)."""
+    postgres: bool = True
+    """PostgreSQL replication slots and WAL (`postgres` targets)."""
+    mysql: bool = True
+    """MySQL / MariaDB binary logs (`mysql` targets)."""
+    spark: bool = True
+    """The Spark listener in the apply job's driver (`spark_listeners`)."""
+
+    def enabled(self) -> frozenset[str]:
+        return frozenset(name for name, on in self.model_dump().items() if on)
+
+
 class MixinConfig(_Strict):
+    stages: Stages = Field(default_factory=Stages)
     selectors: Selectors = Field(default_factory=Selectors)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     durations: Durations = Field(default_factory=Durations)
-    runbook_base_url: str = "https://github.com/cdcwatch/cdcwatch/blob/main/docs/runbook.md"
-    """The runbook's absolute address; each alert links to `<runbook_base_url>#<alert name in lower case>`."""
+    runbook_base_url: str = "docs/runbook.md"
+    """Where the runbook is published; each alert links to `<runbook_base_url>#<alert name in lower case>`. The
+    default is the runbook's path in the documentation, relative: set the address your on-call reads it at
+    (`https://docs.example.com/cdcwatch/runbook/`), once, and every alert and dashboard link follows."""
     datasource_uid: str = "${datasource}"
     kubernetes: KubernetesOutput = Field(default_factory=KubernetesOutput)
 
+    grafana_url: str = ""
+    """Grafana's address (`https://grafana.example.com`): each alert's `dashboard_url` is built on it; empty, the
+    links are relative to whatever Grafana the alert is read in (`/d/<uid>?var-server=...`)."""
+
     @field_validator("runbook_base_url")
     @classmethod
-    def _absolute(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"{value!r} is not an absolute http(s) URL (alerts are read far from the repository)")
+    def _runbook(cls, value: str) -> str:
+        if not re.fullmatch(r"(https?://[^/\s#]+[^\s#]*|[^\s#:]+)", value):
+            raise ValueError(f"{value!r} is neither an http(s) address nor a relative path without '#' "
+                             "(the alert's anchor is added to it)")
         return value
+
+    @field_validator("grafana_url")
+    @classmethod
+    def _grafana(cls, value: str) -> str:
+        if value and not re.fullmatch(r"https?://[^/\s]+(/[^\s#?]*)?", value):
+            raise ValueError(f"{value!r} is not an http(s) address like https://grafana.example.com")
+        return value.rstrip("/")
 
     def placeholders(self) -> dict[str, str]:
         """What `%(name)s` in rule and annotation templates stands for: the selectors, every threshold

@@ -58,7 +58,7 @@ def render_files(config: MixinConfig) -> dict[str, str]:
     rules = rules_yaml(config)
     files = {RULES_FILE: rules,
              RULES_TEST_FILE: to_yaml(promtool_tests(config, Path(RULES_FILE).name)),
-             INHIBIT_FILE: inhibit_yaml(_HEADER),
+             INHIBIT_FILE: inhibit_yaml(config, _HEADER),
              DASHBOARD_PROVIDER_FILE: to_yaml(dashboard_provider(config)),
              CHART_RULES_FILE: rules}
     if exclusions := lint_exclusions(config):

@@ -6,13 +6,15 @@ that the source or a target does not carry would make the rule silently useless.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
 from cdcwatch.mixin.alerts import ALERTS
+from cdcwatch.mixin.config import MixinConfig
+from cdcwatch.mixin.rules import deployed_alerts
 
-__all__ = ["INHIBITIONS", "Inhibition", "inhibit_rules", "inhibit_yaml"]
+__all__ = ["INHIBITIONS", "SEVERITY_RANK", "Inhibition", "deployed_inhibitions", "inhibit_rules", "inhibit_yaml"]
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,16 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("cdcwatch cannot collect from a target: the alerts on that target's series",
                ("CdcwatchTargetDown",), _carrying(("job", "instance", "target"), but=("CdcwatchTargetDown",)),
                ("job", "instance", "target")),
+    Inhibition("a Kafka Connect worker does not answer: the alerts on its series",
+               ("CdcConnectWorkerDown",), _carrying(("job", "instance", "target"), but=("CdcConnectWorkerDown",)),
+               ("job", "instance", "target")),
     Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED: the Debezium and downstream "
                "alerts of its server", _CONNECT_DOWN, _carrying(("server",), "CdcDebezium") + _DOWNSTREAM, ("server",)),
     Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
                ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
+    Inhibition("the apply job applies changes late: the end-to-end objective's warning about the same query (one "
+               "notification about one number)", ("CdcSparkApplyLagHigh",), ("CdcPipelineStageSlow",),
+               ("job", "instance", "query", "server")),
     Inhibition("the Spark query failed or hangs: its freshness and lag alerts",
                ("CdcSparkQueryFailed", "CdcSparkNoProgress"), ("CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh"), ("query",)),
     Inhibition("no Spark listener reports at all: the freshness alerts that remember its vanished series",
@@ -65,15 +73,34 @@ def _names(names: tuple[str, ...]) -> str:
     return f'alertname="{names[0]}"' if len(names) == 1 else f'alertname=~"{"|".join(names)}"'
 
 
-def inhibit_rules() -> list[dict[str, object]]:
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+
+
+def deployed_inhibitions(config: MixinConfig) -> tuple[Inhibition, ...]:
+    """The inhibitions among the alerts `config.stages` deploys: each with its sources and targets that exist, the
+    targets only of a severity no higher than every source's (a warning never silences a page), and only while it
+    has both."""
+    present = {a.name: SEVERITY_RANK[a.severity] for a in deployed_alerts(config)}
+    kept = []
+    for inhibition in INHIBITIONS:
+        sources = tuple(n for n in inhibition.sources if n in present)
+        lowest = min((present[n] for n in sources), default=0)
+        targets = tuple(n for n in inhibition.targets if n in present and present[n] <= lowest)
+        if sources and targets:
+            kept.append(replace(inhibition, sources=sources, targets=targets))
+    return tuple(kept)
+
+
+def inhibit_rules(config: MixinConfig | None = None) -> list[dict[str, object]]:
+    config = config or MixinConfig()
     return [{"source_matchers": [_names(i.sources)], "target_matchers": [_names(i.targets)],
-             **({"equal": list(i.equal)} if i.equal else {})} for i in INHIBITIONS]
+             **({"equal": list(i.equal)} if i.equal else {})} for i in deployed_inhibitions(config)]
 
 
-def inhibit_yaml(header: str) -> str:
+def inhibit_yaml(config: MixinConfig, header: str) -> str:
     """The `inhibit_rules:` section to paste into (or merge with) alertmanager.yml, one comment per rule."""
     lines = [header.rstrip("\n"), "inhibit_rules:"]
-    for inhibition, rule in zip(INHIBITIONS, inhibit_rules(), strict=True):
+    for inhibition, rule in zip(deployed_inhibitions(config), inhibit_rules(config), strict=True):
         lines.append(f"# {inhibition.why}")
         lines.append(yaml.safe_dump([rule], sort_keys=False, width=1000).rstrip("\n"))
     return "\n".join(lines) + "\n"

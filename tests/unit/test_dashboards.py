@@ -11,6 +11,15 @@ from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
 from cdcwatch.mixin.config import Thresholds
 from cdcwatch.mixin.dashboards import build_dashboards
+from cdcwatch.mixin.dashboards.model import (
+    CONNECT_STATES,
+    FRESHNESS,
+    QUERY_STATES,
+    RESTARTS_30M,
+    SCHEMA_HISTORY_STATES,
+    SNAPSHOT_STATES,
+    STATUS,
+)
 from cdcwatch.mixin.preview import thresholds
 from cdcwatch.reference import metric_types
 
@@ -95,11 +104,94 @@ def test_rate_only_over_counters_and_deriv_only_over_gauges() -> None:
 
 def test_every_query_is_scoped_by_the_job_and_instance_variables() -> None:
     """Except series keyed by server across collectors (they have no job or instance): $server scopes them."""
-    across = {r.record for r in RECORDING_RULES if r.pipeline}
+    across = {r.record for r in RECORDING_RULES if r.pipeline} | {"ALERTS"}
     for name, panel in _panels():
         for expr in _exprs(panel):
             for selector in re.findall(r"[\w:]+\{[^}]*\}", expr):
+                if selector.startswith("ALERTS{"):
+                    continue
                 if selector.split("{")[0] in across:
                     assert 'server=~"$server"' in selector, (name, panel["title"], selector)
                     continue
                 assert 'job=~"$job"' in selector and 'instance=~"$instance"' in selector, (name, panel["title"], selector)
+
+
+_FIRST_SCREEN_ROWS = 24
+"""Grid rows Grafana shows at 1920×1080 without scrolling (30 px a row)."""
+
+
+def _first_screen(model: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in model["panels"] if p["type"] != "row" and p["gridPos"]["y"] + p["gridPos"]["h"] <= _FIRST_SCREEN_ROWS]
+
+
+def test_the_overview_first_screen_is_at_most_eight_large_tiles_answering_where_it_is_stuck() -> None:
+    for shape in ({}, {"spark": False}):
+        model = build_dashboards(MixinConfig.model_validate({"stages": shape}))["cdcwatch-overview.json"]
+        tiles = _first_screen(model)
+        assert 1 <= len(tiles) <= 8 and all(p["type"] == "stat" and p["gridPos"]["w"] >= 6 for p in tiles), \
+            [(p["title"], p["gridPos"]) for p in tiles]
+        read = " ".join(e for p in tiles for e in _exprs(p))
+        for needed in ("server_stage:cdcwatch_freshness:code", "cdcwatch_connect_task_state", "cdcwatch_debezium_connected",
+                       "cdcwatch_kafka_consumergroup_status_code", "runway_seconds", "cdcwatch_up", "ALERTS{"):
+            assert needed in read, (shape, needed)
+        assert ("cdcwatch_spark_freshness_seconds" in read) == (not shape), shape
+        assert ("cdcwatch_kafka_newest_source_commit_timestamp_seconds" in read) == bool(shape), shape
+    assert "top to bottom" in model["description"] and "left to right" not in model["description"]
+
+
+def test_counts_that_should_be_zero_read_zero_in_green_never_no_data() -> None:
+    model = build_dashboards(MixinConfig())["cdcwatch-overview.json"]
+    for title in ("Connect tasks not RUNNING", "Exporter targets down", "Firing CDC alerts"):
+        panel = next(p for p in model["panels"] if p["title"] == title)
+        assert all(e.endswith(" or vector(0)") for e in _exprs(panel)), title
+        mappings = panel["fieldConfig"]["defaults"]["mappings"]
+        assert mappings[0]["options"]["0"]["color"] == "green" and mappings[1]["options"]["result"]["color"] == "red", title
+
+
+def test_panel_widths_follow_their_content() -> None:
+    """No panel squeezed below a quarter of the screen, none past its right edge, graphs at least half of it."""
+    for name, panel in _panels():
+        width = panel["gridPos"]["w"]
+        assert 6 <= width and panel["gridPos"]["x"] + width <= 24, (name, panel["title"], panel["gridPos"])
+        if panel["type"] in ("timeseries", "heatmap", "state-timeline", "table"):
+            assert width >= 12, (name, panel["title"])
+
+
+_STATES = {"cdcwatch_connect_connector_state": CONNECT_STATES, "cdcwatch_connect_task_state": CONNECT_STATES,
+           "cdcwatch_debezium_snapshot_state": SNAPSHOT_STATES, "cdcwatch_debezium_schema_history_state": SCHEMA_HISTORY_STATES,
+           "cdcwatch_spark_query_state": QUERY_STATES, "cdcwatch_kafka_consumergroup_status_code": STATUS,
+           "server_stage:cdcwatch_freshness:code": FRESHNESS}
+
+
+def test_every_state_shows_its_latest_value_as_a_word_on_its_colour() -> None:
+    """Every panel showing a state (not counting one) maps each of its codes to the state's word and colour, and a
+    tile reads the latest value (an instant query), never one tile per state held in the time range."""
+    shown = set()
+    for name, panel in _panels():
+        for expr in _exprs(panel):
+            metric = next((m for m in _STATES if f"{m}{{" in expr), None)
+            if metric is None or expr.startswith("count("):
+                continue
+            mappings = {code: (result.get("text"), result.get("color")) for m in panel["fieldConfig"]["defaults"]["mappings"]
+                        for code, result in m["options"].items()}
+            assert mappings == {str(s.value): (s.text, s.color) for s in _STATES[metric]}, (name, panel["title"])
+            if panel["type"] == "stat":
+                assert all(t.get("instant") and not t.get("range") for t in panel["targets"]), (name, panel["title"])
+            shown.add(metric)
+    assert shown == set(_STATES)
+    words = {s.text: s.color for s in CONNECT_STATES}
+    assert words["FAILED"] == "red" and words["PAUSED"] == words["UNASSIGNED"] == "orange" and words["RUNNING"] == "green"
+
+
+def test_variables_of_a_label_that_may_be_empty_match_it_with_all() -> None:
+    """A replication slot without a server, a group on no change topic: "All" must not hide them."""
+    for name, model in build_dashboards(MixinConfig()).items():
+        for variable in (v for v in model["templating"]["list"] if v["type"] == "query"):
+            assert variable["allValue"] == (".+" if variable["name"] in ("job", "instance") else ".*"), (name, variable["name"])
+
+
+def test_task_restarts_read_the_same_on_every_board() -> None:
+    restarts = [(name, p["title"], e) for name, p in _panels() for e in _exprs(p) if "cdcwatch_connect_task_restarts_total" in e]
+    assert {name for name, _, _ in restarts} == {"cdcwatch-overview.json", "cdcwatch-connect.json"}
+    assert all(title == "Task restarts in 30 minutes" and e.startswith(RESTARTS_30M) and e.endswith("[30m])))")
+               for _, title, e in restarts), restarts

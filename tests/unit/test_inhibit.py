@@ -4,6 +4,7 @@ their effect on a real Alertmanager fed the alerts' own example labels through i
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import time
@@ -16,12 +17,14 @@ from typing import Any
 import pytest
 import yaml
 
-from cdcwatch.mixin import INHIBIT_FILE
+from cdcwatch.mixin import INHIBIT_FILE, RULES_FILE, MixinConfig
 from cdcwatch.mixin.alerts import ALERTS
-from cdcwatch.mixin.inhibit import INHIBITIONS, Inhibition
+from cdcwatch.mixin.inhibit import Inhibition, deployed_inhibitions
 from tests.tools import ROOT, tool
 
 _BY_NAME = {a.name: a for a in ALERTS}
+INHIBITIONS = deployed_inhibitions(MixinConfig())
+"""The shipped inhibitions (every stage deployed)."""
 
 
 def _config(tmp_path: Path) -> Path:
@@ -36,6 +39,27 @@ def _config(tmp_path: Path) -> Path:
 def test_amtool_accepts_the_inhibitions(tmp_path: Path) -> None:
     checked = subprocess.run([tool("amtool"), "check-config", str(_config(tmp_path))], capture_output=True, text=True)
     assert checked.returncode == 0 and f"{len(INHIBITIONS)} inhibit rules" in checked.stdout, checked.stdout + checked.stderr
+
+
+def _alertnames(matcher: str, names: set[str]) -> set[str]:
+    """The alert names an `alertname="A"` or `alertname=~"A|B"` matcher selects (anchored, as Alertmanager does)."""
+    operator, value = re.fullmatch(r'alertname(=~|=)"(.*)"', matcher).groups()  # type: ignore[union-attr]
+    return {n for n in names if (re.fullmatch(value, n) if operator == "=~" else n == value)}
+
+
+def test_the_shipped_inhibitions_only_silence_alerts_of_equal_or_lower_severity() -> None:
+    """Read from the shipped files: no rule lets an alert silence one of a higher severity (a warning a page)."""
+    rank = {"info": 0, "warning": 1, "critical": 2}
+    severity = {r["alert"]: r["labels"]["severity"] for g in yaml.safe_load((ROOT / RULES_FILE).read_text())["groups"]
+                for r in g["rules"] if "alert" in r}
+    rules = yaml.safe_load((ROOT / INHIBIT_FILE).read_text())["inhibit_rules"]
+    assert rules
+    for rule in rules:
+        sources = set.union(*(_alertnames(m, set(severity)) for m in rule["source_matchers"]))
+        targets = set.union(*(_alertnames(m, set(severity)) for m in rule["target_matchers"]))
+        assert sources and targets, rule
+        louder = {t: severity[t] for t in targets if rank[severity[t]] > min(rank[severity[s]] for s in sources)}
+        assert not louder, (sorted(sources), louder)
 
 
 def test_sources_and_targets_carry_the_equal_labels() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,9 @@ from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
 from cdcwatch.mixin.config import exact
 from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
 from cdcwatch.mixin.generate import reference_pages
-from cdcwatch.mixin.rules import expression, metrics_in, rule_groups
+from cdcwatch.mixin.inhibit import inhibit_rules
+from cdcwatch.mixin.rules import HEALTHY_TEST, expression, metrics_in, rule_groups
+from cdcwatch.mixin.stages import stages_of
 from cdcwatch.mixin.templates import render_annotation
 from cdcwatch.reference import metric_types
 from devstack.scenarios import SCENARIOS
@@ -95,9 +98,31 @@ def test_every_alert_is_complete_and_has_a_runbook_section() -> None:
     for group in rule_groups(config)["groups"]:
         for rule in (r for r in group["rules"] if "alert" in r):
             assert rule["for"] and rule["labels"]["severity"] in ("critical", "warning", "info"), rule["alert"]
-            assert set(rule["annotations"]) == {"summary", "description", "runbook_url"}, rule["alert"]
+            assert set(rule["annotations"]) == {"summary", "description", "runbook_url", "dashboard_url"}, rule["alert"]
             assert rule["annotations"]["runbook_url"] == f"{config.runbook_base_url}#{rule['alert'].lower()}"
             assert rule["alert"].lower() in anchors, f"docs/runbook.md has no section for {rule['alert']}"
+
+
+@pytest.mark.parametrize("shape", ["everything", "no Spark"])
+def test_every_alert_links_to_a_board_of_the_deployment_with_variables_it_has(shape: str) -> None:
+    """`dashboard_url`: a generated board of the deployment, each variable one the board has, set from a label the
+    alert fires with (pint checks the query keeps it); the area's own board where it is deployed."""
+    config = _shape(shape).model_copy(update={"grafana_url": "https://grafana.example.com"})
+    boards = build_dashboards(config)
+    linked = set()
+    for group in rule_groups(config)["groups"]:
+        for rule in (r for r in group["rules"] if "alert" in r):
+            url = urllib.parse.urlparse(rule["annotations"]["dashboard_url"])
+            uid = url.path.removeprefix("/d/")
+            assert url.netloc == "grafana.example.com" and f"{uid}.json" in boards, (rule["alert"], url)
+            names = {v["name"] for v in boards[f"{uid}.json"]["templating"]["list"]}
+            variables = urllib.parse.parse_qs(url.query)
+            assert variables and {k.removeprefix("var-") for k in variables} <= names, (rule["alert"], url.query)
+            assert all(re.fullmatch(r"\{\{ \$labels\.\w+ \}\}", v[0]) for v in variables.values()), url.query
+            linked.add(uid)
+            if f"{group['name']}.json" in boards:
+                assert uid == group["name"], rule["alert"]
+    assert linked == {name.removesuffix(".json") for name in boards}
 
 
 def test_the_monitor_itself_is_never_critical() -> None:
@@ -164,7 +189,7 @@ def test_annotation_templates_render_as_prometheus_does(template: str, value: fl
 def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:
     produced = set(metric_types()) | {f"{name}_{part}" for name, kind in metric_types().items() if kind == "histogram"
                                       for part in ("bucket", "sum", "count")}
-    produced |= {"up"} | {r.record for r in RECORDING_RULES}
+    produced |= {"up", "ALERTS"} | {r.record for r in RECORDING_RULES}
     config = MixinConfig()
     expressions = [expression(r.expr, config) for r in RECORDING_RULES] + [expression(a.expr, config) for a in ALERTS]
     expressions += [expr for model in build_dashboards(config).values() for _, expr in panel_queries(model)]
@@ -176,7 +201,7 @@ def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:
 def test_selectors_and_thresholds_come_from_the_config() -> None:
     config = load_mixin_config(CONFFILES / "mixin-valid.yaml")
     rules = render_files(config)[RULES_FILE]
-    assert 'cdcwatch_up{job="cdc", namespace=~"cdc|cdc-staging"} == 0' in rules
+    assert 'cdcwatch_up{job="cdc", namespace=~"cdc|cdc-staging", collector!="connect"} == 0' in rules
     assert "cdcwatch_spark_freshness_seconds" in rules and ") > 42" in rules and "> 53687091200" in rules
     assert "https://wiki.example.com/cdcwatch/runbook#cdcwatchtargetdown" in rules
     assert 'job="cdcwatch"' not in rules
@@ -193,3 +218,75 @@ def test_the_runbook_names_the_alerts_the_integration_tests_prove_live(heading: 
     proven -= {a for s in SCENARIOS.values() for a in s.quiet} - {s.alert for s in SCENARIOS.values()}  # proven quiet
     line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith(heading))
     assert proven and set(line.removeprefix(heading).split(", ")) == proven
+
+
+SHAPES = {
+    "everything": {},
+    "no Spark": {"spark": False},
+    "no Connect REST": {"connect_rest": False},
+    "Debezium and Kafka only": {"connect_rest": False, "connect_jmx": False, "postgres": False, "mysql": False,
+                                "spark": False},
+}
+"""Deployment shapes (`stages` of the mixin config) the rules are generated and proven for."""
+
+
+def _shape(name: str) -> MixinConfig:
+    return MixinConfig.model_validate({"stages": SHAPES[name]})
+
+
+def _rule_exprs(config: MixinConfig) -> dict[str, str]:
+    return {r.get("alert") or r["record"]: r["expr"] for g in rule_groups(config)["groups"] for r in g["rules"]}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_deployment_reads_only_the_series_of_its_stages(shape: str) -> None:
+    """No rule, panel or inhibition of a stage left out, and no rule or panel of another stage reading its series."""
+    config = _shape(shape)
+    exprs = _rule_exprs(config)
+    panels = [expr for model in build_dashboards(config).values() for _, expr in panel_queries(model)]
+    variables = [v["query"] for model in build_dashboards(config).values() for v in model["templating"]["list"]
+                 if v["type"] == "query"]
+    read = {name for expr in [*exprs.values(), *panels, *variables]
+            for name in metrics_in(expr) | set(re.findall(r"\b(cdcwatch_\w+)", expr))}
+    assert stages_of(read) <= config.stages.enabled()
+    assert {"CdcPipelineStalled", "CdcKafkaDataTooOld", "CdcwatchEndpointDown", "CdcDebeziumConnectorDisconnected",
+            "CdcKafkaConsumerNotProgressing"} <= set(exprs)
+    inhibited = {n for rule in inhibit_rules(config) for m in rule["source_matchers"] + rule["target_matchers"]
+                 for n in re.findall(r"\w+", m.split("=", 1)[1])}
+    assert inhibited <= set(exprs), sorted(inhibited - set(exprs))
+
+
+def test_a_deployment_without_spark_has_no_spark_alert_and_its_servers_from_every_stage() -> None:
+    config = _shape("no Spark")
+    assert not [a for a in _rule_exprs(config) if "Spark" in a] and "CdcSparkDriverAbsent" in _rule_exprs(MixinConfig())
+    overview = build_dashboards(config)["cdcwatch-overview.json"]
+    server = next(v for v in overview["templating"]["list"] if v["name"] == "server")
+    assert "cdcwatch_debezium_connected" in server["query"] and "cdcwatch_kafka_topic_partitions" in server["query"]
+    assert "spark" not in server["query"]
+
+
+def _changed(config: MixinConfig) -> set[str]:
+    """The rules whose expression differs from the same config's with every stage, or that read such a rule."""
+    full = _rule_exprs(config.model_copy(update={"stages": MixinConfig().stages}))
+    exprs = _rule_exprs(config)
+    changed = {name for name, expr in exprs.items() if full.get(name) != expr}
+    while grown := {n for n, expr in exprs.items() if n not in changed and metrics_in(expr) & changed}:
+        changed |= grown
+    return changed
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s != "everything"])
+def test_promtool_proves_each_deployment_quiet_when_healthy_and_firing_on_its_faults(tmp_path: Path, shape: str) -> None:
+    """The deployment's healthy pipeline with every alert quiet, and the examples of each rule whose expression is
+    the deployment's own (the others are the full deployment's, proven by the committed test file)."""
+    config = _shape(shape)
+    files = render_files(config)
+    (tmp_path / Path(RULES_FILE).name).write_text(files[RULES_FILE])
+    tests = yaml.safe_load(files[RULES_TEST_FILE])
+    changed = _changed(config)
+    tests["tests"] = [t for t in tests["tests"] if t["name"] == HEALTHY_TEST or t["name"].split(" ")[0].rstrip(":") in changed]
+    assert tests["tests"][0]["name"] == HEALTHY_TEST and len(tests["tests"][0]["alert_rule_test"]) == len(
+        [r for r in _rule_exprs(config) if r.startswith("Cdc")])
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(tests))
+    tested = subprocess.run([tool("promtool"), "test", "rules", str(tmp_path / "test.yml")], capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout + tested.stderr

@@ -14,7 +14,32 @@ _CLASS_NOT_FOUND = 'exception="java.lang.ClassNotFoundException"'
 _RESTARTS = "cdcwatch_connect_task_restarts_total"
 _SERVER = f'{EXPORTER},target="connect",server="inventory"'
 
+_WORKER = f'{EXPORTER},collector="connect",target="connect"'
+_WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
+
+
+def _worker_down(stages: frozenset[str]) -> str:
+    """The worker's REST API (with its JMX, collected together) when cdcwatch reads it; else its JMX alone."""
+    collector = "connect" if "connect_rest" in stages else "debezium" if "debezium" in stages else ""
+    return f'min by (job, instance, target) (cdcwatch_up{{%(cdcwatch)s, collector="{collector}"}}) == 0' if collector else ""
+
+
 ALERTS = (
+    Alert(
+        "CdcConnectWorkerDown",
+        _worker_down(frozenset({"connect_rest"})),
+        "critical", "critical",
+        "Kafka Connect worker {{ $labels.target }} does not answer",
+        "cdcwatch has not reached {{ $labels.target }} for %(for)s: the "
+        "worker (or its JVM) is down or hangs, so none of its connectors captures anything and their series are "
+        "gone. cdcwatch's log says why (refused, timeout, unknown host).",
+        fires=Case("the worker dies at 5 minutes (its REST API and JMX unreachable): a page 2 minutes later",
+                   {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40"},
+                   labels=labels_of(EXPORTER, 'target="connect"')),
+        quiet=Case("the worker answers", {f"cdcwatch_up{{{_WORKER}}}": "1x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x40"}),
+        since="5m",
+        shaped=_worker_down,
+    ),
     Alert(
         "CdcConnectTaskFailed",
         "cdcwatch_connect_task_failure_info{%(cdcwatch)s} == 1",

@@ -4,8 +4,10 @@ Debezium registers its streaming bean with Connected=false and no events while t
 runs, and its queue is full by design then: those rules stand down while `snapshot_running` is 1.
 """
 
+from dataclasses import replace
+
 from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ, JVM, SLOT, SOURCE
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, Shaped, labels_of
 
 __all__ = ["GROUP"]
 
@@ -48,7 +50,16 @@ _SOURCE_JOIN = "job, instance, server"
 _ROWS_ESTIMATE = "cdcwatch_postgres_table_rows_estimate"
 _MYSQL_ROWS_ESTIMATE = "cdcwatch_mysql_table_rows_estimate"
 _ROWS_SCANNED = "cdcwatch_debezium_snapshot_rows_scanned_total"
-_ESTIMATE = (f"max by ({_JOIN}) ({_ROWS_ESTIMATE}{{%(cdcwatch)s}} or {_MYSQL_ROWS_ESTIMATE}{{%(cdcwatch)s}})")
+_ESTIMATES = (("postgres", f"{_ROWS_ESTIMATE}{{%(cdcwatch)s}}"), ("mysql", f"{_MYSQL_ROWS_ESTIMATE}{{%(cdcwatch)s}}"))
+_ESTIMATE = f"max by ({_JOIN}) ({' or '.join(e for _, e in _ESTIMATES)})"
+
+
+def _by_estimate(expr: str) -> Shaped:
+    """`expr` with the row estimates of the deployment's source databases; none without either."""
+    def shaped(stages: frozenset[str]) -> str:
+        estimates = [e for stage, e in _ESTIMATES if stage in stages]
+        return expr.replace(_ESTIMATE, f"max by ({_JOIN}) ({' or '.join(estimates)})") if estimates else ""
+    return shaped
 _SCANNED = f'max by ({_TABLE}) ({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}})'
 _SCAN_RATE = "table:cdcwatch_debezium_snapshot_rows_scanned:rate5m"
 _ROWS_LEFT = "table:cdcwatch_debezium_snapshot_rows_remaining:estimate"
@@ -137,6 +148,18 @@ SNAPSHOT_PROGRESS = (
                   labels=labels_of(_MYSQL), value=4200),
                     Case("the snapshot is done: no ETA", {**_SCANNING, **_snapshot("completed")}))),
 )
+
+
+
+def _by_source(case: Case) -> Case:
+    """A snapshot case tested only in deployments with the source database whose estimate it feeds."""
+    fed = {stage for stage, estimate in _ESTIMATES if any(s.startswith(estimate.split("{")[0] + "{") for s in case.series)}
+    return replace(case, needs=frozenset(fed))
+
+
+SNAPSHOT_PROGRESS_BY_SOURCE: tuple[Recording, ...] = tuple(
+    replace(r, shaped=_by_estimate(r.expr), example=_by_source(r.example), more=tuple(map(_by_source, r.more)))
+    if _ESTIMATE in r.expr else r for r in SNAPSHOT_PROGRESS)
 
 _NOT_SNAPSHOTTING = f"unless on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)"
 
@@ -304,4 +327,4 @@ ALERTS = (
     ),
 )
 
-GROUP = Group("cdcwatch-debezium", RECORDINGS + SNAPSHOT_PROGRESS, ALERTS)
+GROUP = Group("cdcwatch-debezium", RECORDINGS + SNAPSHOT_PROGRESS_BY_SOURCE, ALERTS, stage="debezium")

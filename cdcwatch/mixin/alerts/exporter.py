@@ -11,14 +11,21 @@ _DRIVER = SPARK.split(",query")[0]
 ALERTS = (
     Alert(
         "CdcwatchTargetDown",
-        "cdcwatch_up{%(cdcwatch)s} == 0",
+        'cdcwatch_up{%(cdcwatch)s, collector!="connect"} == 0',
         "warning", "critical",
         "cdcwatch cannot reach {{ $labels.target }} ({{ $labels.collector }})",
         "The {{ $labels.collector }} collection from {{ $labels.target }} has failed for %(for)s; cdcwatch's log "
-        "says why (refused, timeout, authentication). The alerts on that target's series are blind.",
-        fires=Case("failing", {f'cdcwatch_up{{{EXPORTER},collector="debezium",target="connect"}}': "0x40"},
-                   labels=labels_of(EXPORTER, 'collector="debezium",target="connect"')),
-        quiet=Case("collected", {f'cdcwatch_up{{{EXPORTER},collector="debezium",target="connect"}}': "1x40"}),
+        "says why (refused, timeout, authentication). The alerts on that target's series are blind. (A Kafka "
+        "Connect worker that does not answer pages: CdcConnectWorkerDown.)",
+        fires=Case("failing", {f'cdcwatch_up{{{EXPORTER},collector="kafka",target="main"}}': "0x40"},
+                   labels=labels_of(EXPORTER, 'collector="kafka",target="main"')),
+        quiet=Case("collected", {f'cdcwatch_up{{{EXPORTER},collector="kafka",target="main"}}': "1x40"}),
+        more=(Case("a Kafka Connect worker: CdcConnectWorkerDown pages instead",
+                   {f'cdcwatch_up{{{EXPORTER},collector="connect",target="connect"}}': "0x40"},
+                   needs=frozenset({"connect_rest"})),),
+        shaped=lambda stages: ('cdcwatch_up{%(cdcwatch)s, collector!="connect"} == 0' if "connect_rest" in stages
+                               else 'cdcwatch_up{%(cdcwatch)s, collector!="debezium"} == 0' if "debezium" in stages
+                               else "cdcwatch_up{%(cdcwatch)s} == 0"),
     ),
     Alert(
         "CdcwatchEndpointDown",
@@ -27,9 +34,12 @@ ALERTS = (
         "Prometheus cannot scrape {{ $labels.job }} at {{ $labels.instance }}",
         "{{ $labels.instance }} ({{ $labels.job }}) has not answered Prometheus for %(for)s: its metrics, and every "
         "alert built on them, are blind.",
-        fires=Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
-                   labels=labels_of(_DRIVER)),
+        fires=Case("the exporter does not answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "0x40"},
+                   labels=labels_of(EXPORTER)),
         quiet=Case("both answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "1x40"}),
+        more=(Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
+                   labels=labels_of(_DRIVER), needs=frozenset({"spark"})),),
+        shaped=lambda stages: "up{%(cdcwatch)s} == 0" + (" or up{%(spark)s} == 0" if "spark" in stages else ""),
     ),
     Alert(
         "CdcwatchEndpointAbsent",

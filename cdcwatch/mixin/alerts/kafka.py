@@ -9,8 +9,8 @@ __all__ = ["GROUP"]
 _KEY = "job, instance, target, group, topic, server"
 _PARTITION = f'{TOPIC},partition="0"'
 _NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
-_HEARTBEAT = "cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds"
-_SPARK = f'{SPARK},server="inventory"'
+_HEARTBEATS = (TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
+               + ',partition="0"')
 _RUNWAY = "cdcwatch_kafka_consumergroup_topic_retention_runway_seconds"
 _USED = "cdcwatch_kafka_consumergroup_topic_retention_used_ratio"
 _MIN_RUNWAY = "group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min"
@@ -18,6 +18,36 @@ _MAX_USED = "group_topic:cdcwatch_kafka_consumergroup_retention_used_ratio:max"
 _BEHIND = f"and\n  {_MAX_USED} > 0.5"
 """The gate of the runway alerts: the group is past half of the topic's retention (behind by more than it has
 left); a group that keeps up never is, however short the retention."""
+
+
+_SPARK_HEARTBEAT = "cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds"
+_SPARK = f'{SPARK},server="inventory"'
+
+
+def _data_too_old(stages: frozenset[str]) -> str:
+    """The newest change or heartbeat in Kafka is old, and (with the apply job) none applied recently either."""
+    expr = f"time() - max by (job, instance, target, server) ({_NEWEST}{{%(cdcwatch)s}}) > %(kafka_data_age_seconds)s"
+    if "spark" in stages:
+        expr += (f"\nunless on (server)\n  time() - max by (server) ({_SPARK_HEARTBEAT}{{%(spark)s}}) "
+                 "< %(kafka_data_age_seconds)s")
+    return expr
+
+
+_STATUS = "cdcwatch_kafka_consumergroup_topic_status"
+_ABANDONED_NAME = "CdcKafkaConsumerGroupAbandoned"
+_ABANDONED = (f'min_over_time({_STATUS}{{%(cdcwatch)s, status="STOP"}}[%(abandoned)s]) == 1\n'
+              f'and\n  {_STATUS}{{%(cdcwatch)s, status="STOP"}} offset %(abandoned)s == 1')
+"""A group STOP at every sample of `durations.abandoned`, and already at its start."""
+_OTHER = TOPIC.replace('group="apply"', 'group="audit-export"').replace(
+    'topic="inventory.public.items",server="inventory"', 'topic="audit",server=""')
+
+
+def _indent(expr: str) -> str:
+    return "".join(f"\n    {line}" for line in expr.splitlines())
+
+
+def _status(status: str, values: str, where: str = TOPIC) -> dict[str, str]:
+    return {f'{_STATUS}{{{where},status="{status}"}}': values}
 
 
 def _retention(runway: str, used: str) -> dict[str, str]:
@@ -48,14 +78,48 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaConsumerNotProgressing",
-        'cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status=~"STALL|STOP"} == 1',
+        f'{_STATUS}{{%(cdcwatch)s, server!="", status="STALL"}} == 1\n'
+        f'or\n  {_STATUS}{{%(cdcwatch)s, server!="", status="STOP"}} == 1\n'
+        f"unless on ({_KEY})\n  ({_indent(_ABANDONED)}\n  )",
         "critical", "critical",
         "Consumer group {{ $labels.group }} is {{ $labels.status }} on {{ $labels.topic }}",
-        "Group {{ $labels.group }} on {{ $labels.topic }}: STALL = members connected but no commit while lag > 0; "
-        "STOP = no member and no commit. Nothing is consumed.",
-        fires=Case("stalled", {f'cdcwatch_kafka_consumergroup_topic_status{{{TOPIC},status="STALL"}}': "1x40"},
-                   labels=labels_of(TOPIC, 'status="STALL"'), value=1),
-        quiet=Case("ok", {f'cdcwatch_kafka_consumergroup_topic_status{{{TOPIC},status="STALL"}}': "0x40"}),
+        "Group {{ $labels.group }} on the change topic {{ $labels.topic }} of {{ $labels.server }}: STALL = members "
+        "connected but no commit while lag > 0; STOP = no member and no commit. Nothing is consumed.",
+        fires=Case("stalled", _status("STALL", "1x40"), labels=labels_of(TOPIC, 'status="STALL"'), value=1),
+        quiet=Case("ok", _status("STALL", "0x40")),
+        more=(Case("stopped for an hour", _status("STOP", "1x60"), at="60m", labels=labels_of(TOPIC, 'status="STOP"'),
+                   value=1),
+              Case(f"stopped for longer than durations.abandoned: it warns instead ({_ABANDONED_NAME})",
+                   _status("STOP", "1x400"), at="380m"),
+              Case("a group that reads no change topic (no server): it warns instead (CdcKafkaOtherGroupNotProgressing)",
+                   _status("STALL", "1x40", _OTHER))),
+    ),
+    Alert(
+        "CdcKafkaOtherGroupNotProgressing",
+        f'{_STATUS}{{%(cdcwatch)s, server="", status=~"STALL|STOP"}} == 1\n'
+        f"unless on ({_KEY.replace(', server', '')})\n  ({_indent(_ABANDONED)}\n  )",
+        "warning", "warning",
+        "Consumer group {{ $labels.group }} is {{ $labels.status }} on {{ $labels.topic }}",
+        "Group {{ $labels.group }} reads {{ $labels.topic }}, which no CDC pipeline writes (no server), and has been "
+        "{{ $labels.status }} for %(for)s: STALL = members connected but no commit while lag > 0; STOP = no member and "
+        "no commit.",
+        fires=Case("stopped", _status("STOP", "1x40", _OTHER),
+                   labels={k: v for k, v in labels_of(_OTHER, 'status="STOP"').items() if v}, value=1),
+        quiet=Case("ok", _status("STOP", "0x40", _OTHER)),
+        more=(Case("a group on a change topic: it pages instead (CdcKafkaConsumerNotProgressing)", _status("STOP", "1x40")),),
+    ),
+    Alert(
+        _ABANDONED_NAME,
+        _ABANDONED,
+        "warning", "instant",
+        "Consumer group {{ $labels.group }} looks abandoned on {{ $labels.topic }}",
+        "Group {{ $labels.group }} has had no member and no commit on {{ $labels.topic }} for %(abandoned)s: if nothing "
+        "is meant to read with it any more, retire it (delete it with kafka-consumer-groups --delete, or leave it out "
+        "with the Kafka target's groups.deny); else start its consumer.",
+        fires=Case("stopped for 6 hours and 20 minutes", _status("STOP", "1x400"), at="380m",
+                   labels=labels_of(TOPIC, 'status="STOP"'), value=1),
+        quiet=Case("stopped for 5 hours", _status("STOP", "0x80 1x320"), at="380m"),
+        since="360m",
     ),
     Alert(
         "CdcKafkaConsumerRewound",
@@ -96,24 +160,27 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaDataTooOld",
-        f"time() - max by (job, instance, target, server) ({_NEWEST}{{%(cdcwatch)s}}) > %(kafka_data_age_seconds)s\n"
-        "unless on (server)\n"
-        f"  time() - max by (server) ({_HEARTBEAT}{{%(spark)s}}) < %(kafka_data_age_seconds)s",
+        _data_too_old(frozenset({"spark"})),
         "warning", "warning",
         "The newest change of {{ $labels.server }} in Kafka is old",
         "The newest change any topic of {{ $labels.server }} holds was committed {{ $value | humanizeDuration }} ago "
-        "(threshold %(kafka_data_age_seconds)ss) and no fresh heartbeat shows the source idle: the connector does "
-        "not deliver.",
+        "(threshold %(kafka_data_age_seconds)ss), its heartbeat topic included, and no heartbeat applied since shows the "
+        "source idle: the connector does not deliver.",
         fires=Case("no change and no heartbeat for 80 minutes",
-                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_HEARTBEAT}{{{_SPARK}}}": "0x100"},
+                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0x100"},
                    at="80m", labels=labels_of(TOPIC.replace(',group="apply",topic="inventory.public.items"', "")),
                    value=4800),
-        quiet=Case("an idle source: heartbeats keep coming",
-                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_HEARTBEAT}{{{_SPARK}}}": "0+60x100"}, at="80m"),
+        quiet=Case("an idle source: Debezium's heartbeats keep coming to its heartbeat topic",
+                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0+60x100",
+                    f"{_SPARK_HEARTBEAT}{{{_SPARK}}}": "0x100"}, at="80m"),
         since="61m", boundary_value=61 * 60 + 10 * 60,
-        more=(Case("changes keep coming", {f"{_NEWEST}{{{_PARTITION}}}": "0+60x100", f"{_HEARTBEAT}{{{_SPARK}}}": "0x100"},
+        shaped=_data_too_old,
+        more=(Case("an idle source whose heartbeat topic is not collected: the heartbeats Spark applied show it idle",
+                   {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_SPARK_HEARTBEAT}{{{_SPARK}}}": "0+60x100"}, at="80m",
+                   needs=frozenset({"spark"})),
+              Case("changes keep coming", {f"{_NEWEST}{{{_PARTITION}}}": "0+60x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0x100"},
                    at="80m"),),
     ),
 )
 
-GROUP = Group("cdcwatch-kafka", RECORDINGS, ALERTS)
+GROUP = Group("cdcwatch-kafka", RECORDINGS, ALERTS, stage="kafka")

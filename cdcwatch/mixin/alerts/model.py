@@ -9,12 +9,15 @@ the pipeline's life it must survive (a snapshot, an idle source, series that van
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cdcwatch.mixin.config import MixinConfig
+
+Shaped = Callable[[frozenset[str]], str]
+"""The expression for a deployment's stages (`Stages.enabled()`); "" when it has nothing to compute."""
 
 __all__ = ["Alert", "Case", "Group", "Recording", "labels_of"]
 
@@ -29,6 +32,9 @@ class Case:
     at: str = "20m"
     labels: Mapping[str, str] | None = None
     value: float = 0.0
+    needs: frozenset[str] = frozenset()
+    """Stages the outcome depends on besides the rule's own (an idle proof from another stage): the case is
+    left out of the tests of a deployment without one of them."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,11 @@ class Recording:
     more: tuple[Case, ...] = field(default_factory=tuple)
     """Further examples, each with its one expected sample, or none where the case's `labels` are None (the
     rule records nothing from those series)."""
+    shaped: Shaped | None = None
+    """Set when the expression depends on the deployment's stages; `expr` is the one for every stage."""
+
+    def expr_for(self, stages: frozenset[str]) -> str:
+        return self.shaped(stages) if self.shaped else self.expr
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,11 @@ class Alert:
     boundary_value: float | None = None
     """The value when the `for` has just elapsed, when it differs from `fires.value`."""
     more: tuple[Case, ...] = field(default_factory=tuple)
+    shaped: Shaped | None = None
+    """Set when the expression depends on the deployment's stages; `expr` is the one for every stage."""
+
+    def expr_for(self, stages: frozenset[str]) -> str:
+        return self.shaped(stages) if self.shaped else self.expr
 
     def for_(self, config: MixinConfig) -> str:
         return str(getattr(config.durations, self.pace))
@@ -77,6 +93,8 @@ class Group:
     name: str
     recordings: tuple[Recording, ...]
     alerts: tuple[Alert, ...]
+    stage: str = ""
+    """The stage the whole area watches (`MixinConfig.stages`): without it, none of the group's rules."""
 
 
 def labels_of(*selectors: str) -> dict[str, str]:

@@ -91,4 +91,4 @@ ALERTS = (
     ),
 )
 
-GROUP = Group("cdcwatch-mysql", RECORDINGS, ALERTS)
+GROUP = Group("cdcwatch-mysql", RECORDINGS, ALERTS, stage="mysql")

@@ -23,10 +23,13 @@ have different `job` and `instance` labels. Series without a server (a Spark que
 are left out.
 """
 
+from dataclasses import replace
+
 from cdcwatch.mixin.alerts.examples import DBZ, SLOT, SPARK, TOPIC
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording
+from cdcwatch.mixin.stages import STAGES
 
-__all__ = ["CODE", "GROUP", "STATE", "STATES"]
+__all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
 
 CODE = "server_stage:cdcwatch_freshness:code"
 STATE = "cdcwatch:freshness_state"
@@ -46,6 +49,8 @@ _COMMITTED = "cdcwatch_kafka_consumergroup_committed_offset"
 _GROUP_LAG = "cdcwatch_kafka_consumergroup_topic_lag_messages"
 _GROUP_LAG_SECONDS = "cdcwatch_kafka_consumergroup_topic_lag_seconds"
 _CHANGE_TOPICS = 'topic!~"__debezium-heartbeat.*"'
+_HEARTBEAT_TOPICS = 'topic=~"__debezium-heartbeat.*"'
+_KAFKA_NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
 
 
 def _chain(stage: str, *branches: tuple[str, int], among: str = "") -> str:
@@ -69,17 +74,27 @@ def _indent(text: str, spaces: int) -> str:
 
 _CAPTURE_MOVES = f"sum by (server) (increase({_EVENTS}{{%(cdcwatch)s}}{_W})) > 0"
 _SOURCE_WRITES = f"max by (server) (deriv({_UNCONFIRMED}{{%(cdcwatch)s}}{_W})) > 0"
-_HEARTBEAT_RECENT = f"time() - max by (server) ({_HEARTBEAT}{{%(spark)s}}) < %(freshness_idle_proof_seconds)s"
-_CAPTURE = _chain(
-    "capture",
-    (f"{_SOURCE_WRITES}\nunless on (server)\n  {_CAPTURE_MOVES}", 4),
-    (f'max by (server) (deriv({_DBZ_LAG}{{%(cdcwatch)s, context="streaming"}}{_W})) > 0\n'
-     f'and on (server)\n  max by (server) ({_DBZ_LAG}{{%(cdcwatch)s, context="streaming"}}) > %(debezium_lag_seconds)s\n'
-     f"and on (server)\n  {_CAPTURE_MOVES}", 3),
-    (_CAPTURE_MOVES, 2),
-    (f"max by (server) (deriv({_UNCONFIRMED}{{%(cdcwatch)s}}{_W})) <= 0\nor\n{_HEARTBEAT_RECENT}", 1),
-    (f"max by (server) (last_over_time({_EVENTS}{{%(cdcwatch)s}}{_M}))", 4),
-    among=f"max by (server) (last_over_time({_EVENTS}{{%(cdcwatch)s}}{_M}))")
+_IDLE_PROOFS = (
+    ("postgres", f"max by (server) (deriv({_UNCONFIRMED}{{%(cdcwatch)s}}{_W})) <= 0"),
+    ("kafka", f'time() - max by (server) ({_KAFKA_NEWEST}{{%(cdcwatch)s, {_HEARTBEAT_TOPICS}}}) < %(freshness_idle_proof_seconds)s'),
+    ("spark", f"time() - max by (server) ({_HEARTBEAT}{{%(spark)s}}) < %(freshness_idle_proof_seconds)s"))
+"""What shows a capture stage without events idle, by the stage it comes from: the slot keeping up with the WAL, a
+Debezium heartbeat in Kafka, or one the apply job applied."""
+
+
+def _capture(stages: frozenset[str]) -> str:
+    proofs = "\nor\n".join(proof for stage, proof in _IDLE_PROOFS if stage in stages)
+    return _chain(
+        "capture",
+        *([(f"{_SOURCE_WRITES}\nunless on (server)\n  {_CAPTURE_MOVES}", 4)] if "postgres" in stages else []),
+        (f'max by (server) (deriv({_DBZ_LAG}{{%(cdcwatch)s, context="streaming"}}{_W})) > 0\n'
+         f'and on (server)\n  max by (server) ({_DBZ_LAG}{{%(cdcwatch)s, context="streaming"}}) > %(debezium_lag_seconds)s\n'
+         f"and on (server)\n  {_CAPTURE_MOVES}", 3),
+        (_CAPTURE_MOVES, 2),
+        *([(proofs, 1)] if proofs else []),
+        (f"max by (server) (last_over_time({_EVENTS}{{%(cdcwatch)s}}{_M}))", 4),
+        among=f"max by (server) (last_over_time({_EVENTS}{{%(cdcwatch)s}}{_M}))")
+
 
 _GROUP_LAG_SEL = f"{_GROUP_LAG}{{%(cdcwatch)s, {_CHANGE_TOPICS}}}"
 _CONSUMED = (f"sum by (server) (\n  increase({_COMMITTED}{{%(cdcwatch)s, {_CHANGE_TOPICS}}}{_W})\n"
@@ -106,6 +121,17 @@ _APPLY = _chain(
     (_APPLIED_AGE, 1),
     (f"max by (server) (last_over_time({_CHANGES}{{%(spark)s}}{_M}))", 4))
 
+
+def _freshness_code(stages: frozenset[str]) -> str:
+    """The stages' chains this deployment has (each reads only its own stage's series, and idle proofs of the
+    stages present)."""
+    chains = [*([_capture(stages)] if "debezium" in stages else []), *([_CONSUME] if "kafka" in stages else []),
+              *([_APPLY] if "spark" in stages else [])]
+    return _named("\nor\n".join(chains))
+
+
+_ALL_STAGES = frozenset(STAGES)
+
 _STAGES_AND_PIPELINE = f'(\n    {CODE}\n  or\n    label_replace(max by (server) ({CODE}), "stage", "pipeline", "", "")\n)'
 _STATE_SET = "\nor\n".join(f'label_replace({_STAGES_AND_PIPELINE} == bool {code}, "state", "{state}", "", "")'
                            for code, state in enumerate(STATES, start=1))
@@ -113,7 +139,11 @@ _STATE_SET = "\nor\n".join(f'label_replace({_STAGES_AND_PIPELINE} == bool {code}
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
 _PARTITION = TOPIC.replace(',server="inventory"', "") + ',partition="0"'
-_HEALTHY: dict[str, str] = {
+_HEARTBEAT_PARTITION = (TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
+                        + ',partition="0"')
+_NEEDS = {"capture": frozenset({"debezium"}), "consume": frozenset({"kafka"}), "apply": frozenset({"spark"}),
+          "pipeline": frozenset()}
+HEALTHY: dict[str, str] = {
     f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40",
     f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "1x40",
     f"{_UNCONFIRMED}{{{SLOT}}}": "0x40",
@@ -124,13 +154,14 @@ _HEALTHY: dict[str, str] = {
     f'{_APPLY_LAG}{{{_Q},percentile="99"}}': "2x40",
     f"{_NEWEST}{{{_Q}}}": "0+60x40",
     f"{_HEARTBEAT}{{{_Q}}}": "0+60x40",
+    f"{_KAFKA_NEWEST}{{{_HEARTBEAT_PARTITION}}}": "0+60x40",
 }
-"""Changes flowing: 60 a minute through every stage, a few seconds behind."""
+"""Changes flowing: 60 a minute through every stage, a few seconds behind; Debezium's heartbeats in Kafka."""
 
 
 def _inputs(**changes: str) -> dict[str, str]:
     """The healthy inputs with some replaced (by metric name; "" drops the metric)."""
-    series = dict(_HEALTHY)
+    series = dict(HEALTHY)
     for name, values in changes.items():
         key = next(k for k in series if k.split("{")[0] == name)
         if values:
@@ -149,14 +180,24 @@ _IDLE_SOURCE = dict(
 
 
 def _state(why: str, stage: str, state: str, **changes: str) -> Case:
-    return Case(why, _inputs(**changes), labels={"server": "inventory", "stage": stage, "state": state}, value=1)
+    return Case(why, _inputs(**changes), labels={"server": "inventory", "stage": stage, "state": state}, value=1,
+                needs=_NEEDS[stage])
+
+
+def _needing(needs: frozenset[str], case: Case) -> Case:
+    """A case whose outcome depends on further stages (an idle proof, or a stage's state that makes the worst)."""
+    return replace(case, needs=case.needs | needs)
+
+
+_POSTGRES = frozenset({"postgres"})
+_SPARK = frozenset({"spark"})
 
 
 RECORDINGS = (
-    Recording(CODE, _named(f"{_CAPTURE}\nor\n{_CONSUME}\nor\n{_APPLY}"),
+    Recording(CODE, _freshness_code(_ALL_STAGES),
               Case("capture flowing (only Debezium's series)", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"},
                    labels={"server": "inventory", "stage": "capture"}, value=2),
-              pipeline=True),
+              pipeline=True, shaped=_freshness_code),
     Recording(STATE, _STATE_SET,
               _state("every stage flowing: the pipeline flows", "pipeline", "flowing"),
               pipeline=True, match=("server", "stage"),
@@ -165,12 +206,13 @@ RECORDINGS = (
                   _state("capture flowing", "capture", "flowing"),
                   _state("capture idle: no event, the slot keeps up with the WAL, the lag reading frozen at 2 minutes",
                          "capture", "idle", **_IDLE_SOURCE),
-                  _state("capture stalled: no event while the slot's unconfirmed WAL grows", "capture", "stalled",
+                  _needing(_POSTGRES, _state("capture stalled: no event while the slot's unconfirmed WAL grows", "capture", "stalled",
                          cdcwatch_debezium_events_seen_total="500x40",
-                         cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40"),
-                  _state("capture stalled: the connector's series vanished while the source writes", "capture", "stalled",
+                         cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40")),
+                  _needing(_POSTGRES, _state("capture stalled: the connector's series vanished while the source writes",
+                         "capture", "stalled",
                          cdcwatch_debezium_events_seen_total="0+60x10 stale",
-                         cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40"),
+                         cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40")),
                   _state("capture backlogged: events flow, 2 minutes late and later each minute", "capture", "backlogged",
                          cdcwatch_debezium_lag_behind_source_seconds="60+10x40"),
                   # consume
@@ -202,31 +244,35 @@ RECORDINGS = (
                          cdcwatch_spark_newest_applied_change_timestamp_seconds="0+60x18 1080x22"),
                   # the pipeline
                   _state("an idle source: every stage idle, every lag reading frozen", "pipeline", "idle", **_IDLE_SOURCE),
-                  _state("the worst stage: capture flows, apply stalled", "pipeline", "stalled",
+                  _needing(_SPARK, _state("the worst stage: capture flows, apply stalled", "pipeline", "stalled",
                          cdcwatch_spark_changes_total="1000x40",
                          cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
-                         cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds="0x40"),
+                         cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds="0x40")),
               )),
 )
 
 ALERTS = (
     Alert(
         "CdcPipelineStalled",
-        f'{STATE}{{stage="pipeline", state="stalled"}} == 1',
+        f'{STATE}{{stage!="pipeline", state="stalled"}} == 1',
         "critical", "stalled",
-        "The CDC pipeline {{ $labels.server }} is stalled",
-        "Nothing has moved through a stage of {{ $labels.server }} for %(for)s while the source has changes for it, "
-        "and no recent heartbeat shows it idle (`cdcwatch:freshness_state` names the stage).",
-        fires=Case("the apply job reads nothing while its newest change ages past the proof of idleness",
-                   {f"{_CHANGES}{{{_Q}}}": "1000x40", f"{_NEWEST}{{{_Q}}}": "0x40"},
-                   labels={"server": "inventory", "stage": "pipeline", "state": "stalled"}, value=1),
+        "The CDC pipeline {{ $labels.server }} is stalled at {{ $labels.stage }}",
+        "Nothing has moved through the {{ $labels.stage }} stage of {{ $labels.server }} for %(for)s while the source "
+        "has changes for it, and no recent heartbeat shows it idle.",
+        fires=Case("the group's committed offsets stand while messages wait",
+                   _inputs(cdcwatch_kafka_consumergroup_committed_offset="1000x40",
+                           cdcwatch_kafka_consumergroup_topic_lag_messages="0+100x40"),
+                   labels={"server": "inventory", "stage": "consume", "state": "stalled"}, value=1),
         quiet=Case("changes flowing through every stage", _inputs()),
-        since="5m",
+        since="1m",
         more=(Case("an idle source: every lag reading frozen, heartbeats keep coming", _inputs(**_IDLE_SOURCE)),
               Case("a Spark query before its first event: its series have no server yet",
                    {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),
               Case("a replay after a connector restart: only duplicates read for a while",
-                   _inputs(cdcwatch_spark_newest_applied_change_timestamp_seconds="0+60x18 1080x22"))),
+                   _inputs(cdcwatch_spark_newest_applied_change_timestamp_seconds="0+60x18 1080x22")),
+              Case("the apply job reads nothing while its newest change ages past the proof of idleness",
+                   {f"{_CHANGES}{{{_Q}}}": "1000x40", f"{_NEWEST}{{{_Q}}}": "0x40"},
+                   labels={"server": "inventory", "stage": "apply", "state": "stalled"}, value=1, needs=_SPARK)),
     ),
 )
 

@@ -119,4 +119,4 @@ ALERTS = (
     ),
 )
 
-GROUP = Group("cdcwatch-postgres", RECORDINGS, ALERTS)
+GROUP = Group("cdcwatch-postgres", RECORDINGS, ALERTS, stage="postgres")

@@ -208,4 +208,4 @@ ALERTS = (
     ),
 )
 
-GROUP = Group("cdcwatch-spark", RECORDINGS, ALERTS)
+GROUP = Group("cdcwatch-spark", RECORDINGS, ALERTS, stage="spark")

@@ -10,7 +10,7 @@ from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards.connect import CONNECT
 from cdcwatch.mixin.dashboards.debezium import DEBEZIUM
 from cdcwatch.mixin.dashboards.kafka import KAFKA
-from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, panel_queries
+from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, deployed_rows, panel_queries
 from cdcwatch.mixin.dashboards.overview import OVERVIEW
 from cdcwatch.mixin.dashboards.spark import SPARK
 
@@ -24,7 +24,8 @@ def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:
     warns that it prefers its v2 resources, which older Grafanas cannot import)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return {f"{spec.uid}.json": build(spec, config) for spec in DASHBOARDS}
+        return {f"{spec.uid}.json": build(spec, config) for spec in DASHBOARDS
+                if (not spec.stage or spec.stage in config.stages.enabled()) and deployed_rows(spec, config)}
 
 
 def conditional_exprs(config: MixinConfig) -> dict[str, str]:
@@ -34,10 +35,10 @@ def conditional_exprs(config: MixinConfig) -> dict[str, str]:
 
 def lint_exclusions(config: MixinConfig) -> dict[str, Any]:
     """dashboard-linter's `.lint` for the dashboards' directory: its job and instance rules stand down for the
-    panels that read only series keyed by server across collectors (they have neither label)."""
+    panels that read only series keyed by server across collectors, or the firing alerts (they have neither label)."""
     from cdcwatch.mixin.alerts import RECORDING_RULES
 
-    across = {r.record for r in RECORDING_RULES if r.pipeline}
+    across = {r.record for r in RECORDING_RULES if r.pipeline} | {"ALERTS"}  # Prometheus' own: every alert's labels
     read: dict[tuple[str, str], set[str]] = {}
     for model in build_dashboards(config).values():
         for title, expr in panel_queries(model):

@@ -1,7 +1,16 @@
 """Kafka Connect workers: connector and task states, failures, restarts, pipeline identity, record flow, errors
 and dead letter queue."""
 
-from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Variable
+from cdcwatch.mixin.dashboards.model import (
+    CONNECT_STATES,
+    RESTARTS_30M,
+    DashboardSpec,
+    PanelSpec,
+    Query,
+    Threshold,
+    Variable,
+    state_code,
+)
 
 __all__ = ["CONNECT"]
 
@@ -17,12 +26,12 @@ CONNECT = DashboardSpec(
     (
         ("State", (
             PanelSpec("Connector state", "The state Kafka Connect's REST API reports for each connector.", "none",
-                      (Query(f"max by (connector, state) (cdcwatch_connect_connector_state{{{_SEL}}} == 1)",
-                             "{{connector}}: {{state}}"),), kind="states",
+                      (Query(state_code("cdcwatch_connect_connector_state", _SEL, "connector", CONNECT_STATES),
+                             "{{connector}}"),), kind="state", mappings=CONNECT_STATES,
                       alerts=("CdcConnectConnectorFailed", "CdcConnectTaskNotRunning")),
             PanelSpec("Task state", "The state of each task.", "none",
-                      (Query(f"max by (connector, task, state) (cdcwatch_connect_task_state{{{_SEL}}} == 1)",
-                             "{{connector}}/{{task}}: {{state}}"),), kind="states",
+                      (Query(state_code("cdcwatch_connect_task_state", _SEL, "connector, task", CONNECT_STATES),
+                             "{{connector}}/{{task}}"),), kind="state", mappings=CONNECT_STATES,
                       alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
             PanelSpec("Failures", "FAILED connectors and tasks with the first exception class of their trace; "
                       "`GET /connectors/<name>/status` has the whole trace.", "none",
@@ -37,12 +46,11 @@ CONNECT = DashboardSpec(
                              "{{connector}} configured"))),
         )),
         ("Restarts and identity", (
-            PanelSpec("Task restarts", "Restarts of each task per interval, by reason: jvm (the worker JVM restarted) or "
-                      "task (the task alone: a REST restart, a reconfiguration, a rebalance).", "short",
-                      (Query("sum by (connector, task, reason) (increase(cdcwatch_connect_task_restarts_total"
-                             f"{{{_SEL}}}[$__rate_interval]))", "{{connector}}/{{task}} {{reason}}",
+            PanelSpec("Task restarts in 30 minutes", "Restarts of each task in the last 30 minutes (the worker JVM's or "
+                      "the task's own), as the restart alert counts them.", "short",
+                      (Query(f"{RESTARTS_30M}{{{_SEL}}}[30m])))", "{{connector}}/{{task}}",
                              when="the worker's JMX is collected"),),
-                      alerts=("CdcConnectTaskRestarting",)),
+                      threshold=Threshold("connect_task_restarts")),
             PanelSpec("Running since", "How long each task and each worker JVM have run since their last start.", "s",
                       (Query(f"time() - max by (connector, task) (cdcwatch_connect_task_start_time_seconds{{{_SEL}}})",
                              "{{connector}}/{{task}}", when="the worker's JMX is collected"),
@@ -89,4 +97,4 @@ CONNECT = DashboardSpec(
                              f"{{{_SEL}}}[$__rate_interval]))", "{{connector}} failed", when="the worker's JMX is collected")),
                       alerts=("CdcConnectDlqProduceFailures",)),
         )),
-    ))
+    ), stage="connect_rest")

@@ -1,6 +1,16 @@
 """Debezium connectors: snapshot progress, streaming, queue and schema history."""
 
-from cdcwatch.mixin.dashboards.model import CONNECTED, DashboardSpec, PanelSpec, Query, Threshold, Variable
+from cdcwatch.mixin.dashboards.model import (
+    CONNECTED,
+    SCHEMA_HISTORY_STATES,
+    SNAPSHOT_STATES,
+    DashboardSpec,
+    PanelSpec,
+    Query,
+    Threshold,
+    Variable,
+    state_code,
+)
 
 __all__ = ["DEBEZIUM"]
 
@@ -18,8 +28,8 @@ DEBEZIUM = DashboardSpec(
     (
         ("Snapshot", (
             PanelSpec("Snapshot state", "The current state of each connector's snapshot.", "none",
-                      (Query(f"max by (server, state) (cdcwatch_debezium_snapshot_state{{{_SEL}}} == 1)", "{{server}}: {{state}}"),),
-                      kind="states", alerts=("CdcDebeziumSnapshotAborted",)),
+                      (Query(state_code("cdcwatch_debezium_snapshot_state", _SEL, "server", SNAPSHOT_STATES), "{{server}}"),),
+                      kind="state", mappings=SNAPSHOT_STATES, alerts=("CdcDebeziumSnapshotAborted",)),
             PanelSpec("Tables remaining of total", "Tables the snapshot has yet to copy, and all it includes.", "short",
                       (Query(f"max by (server) (cdcwatch_debezium_snapshot_remaining_tables{{{_SEL}}})", "{{server}} remaining"),
                        Query(f"max by (server) (cdcwatch_debezium_snapshot_tables{{{_SEL}}})", "{{server}} total"))),
@@ -60,7 +70,7 @@ DEBEZIUM = DashboardSpec(
             PanelSpec("Connected", "Whether the streaming reader is connected; Debezium reports it disconnected while "
                       "the initial snapshot runs.", "none",
                       (Query(f'max by (server) (cdcwatch_debezium_connected{{{_SEL}, context="streaming"}})', "{{server}}"),),
-                      kind="stat", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
+                      kind="state", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
             PanelSpec("Lag behind the source", "Time between a change's commit and Debezium processing it (last event; "
                       "frozen while the source is idle).", "s",
                       (Query('server:cdcwatch_debezium_lag_behind_source_seconds:max{%(scope)s, target=~"$target", '
@@ -91,11 +101,11 @@ DEBEZIUM = DashboardSpec(
         )),
         ("Schema history", (
             PanelSpec("Schema history state", "The current state of the schema history (MySQL, SQL Server, Oracle, Db2).",
-                      "none", (Query(f"max by (server, state) (cdcwatch_debezium_schema_history_state{{{_SEL}}} == 1)",
-                                     "{{server}}: {{state}}"),),
-                      kind="states", alerts=("CdcDebeziumSchemaHistoryNotRunning",)),
+                      "none", (Query(state_code("cdcwatch_debezium_schema_history_state", _SEL, "server", SCHEMA_HISTORY_STATES),
+                                     "{{server}}"),),
+                      kind="state", mappings=SCHEMA_HISTORY_STATES, alerts=("CdcDebeziumSchemaHistoryNotRunning",)),
             PanelSpec("Schema changes applied", "Schema changes applied per interval, during recovery and at run time.", "short",
                       (Query("sum by (server) (increase(cdcwatch_debezium_schema_history_changes_applied_total"
                              f"{{{_SEL}}}[$__rate_interval]))", "{{server}}"),)),
         )),
-    ))
+    ), stage="debezium")

@@ -28,7 +28,7 @@ KAFKA = DashboardSpec(
                              "{{group}} {{topic}}"),)),
             PanelSpec("Status", "Burrow-style status of each group on each topic over the sliding window.", "none",
                       (Query(f"max by (group, topic) (cdcwatch_kafka_consumergroup_status_code{{{_SEL}}})", "{{group}} {{topic}}"),),
-                      kind="stat", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerRewound")),
+                      kind="state", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerRewound")),
         )),
         ("Lag over partitions", (
             PanelSpec("Lag heatmap", "How the partitions' lag in seconds spreads over time: a band moving up is a group "
@@ -63,4 +63,4 @@ KAFKA = DashboardSpec(
                       (Query(f"time() - max by (topic) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{{{_TOPIC}}})",
                              "{{topic}}"),), threshold=Threshold("kafka_data_age_seconds")),
         )),
-    ))
+    ), stage="kafka")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grafana_foundation_sdk.builders import (
@@ -34,7 +34,9 @@ from grafana_foundation_sdk.models.common import (
 )
 from grafana_foundation_sdk.models.dashboard import (
     DashboardLinkType,
+    DashboardRangeMapOptions,
     DataSourceRef,
+    RangeMap,
     ThresholdsMode,
     ValueMap,
     ValueMappingResult,
@@ -47,9 +49,10 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.config import MixinConfig
 
-__all__ = ["ACTIVE", "CONNECTED", "FRESHNESS", "STATUS",
+__all__ = ["ACTIVE", "CONNECTED", "CONNECT_STATES", "FRESHNESS", "QUERY_STATES", "SCHEMA_HISTORY_STATES", "SNAPSHOT_STATES",
+           "RESTARTS_30M", "STATUS", "WIDTHS", "state_code",
            "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
-           "build", "conditional_queries", "panel_queries", "threshold_alert"]
+           "build", "conditional_queries", "deployed_rows", "panel_queries", "threshold_alert"]
 
 
 @dataclass(frozen=True)
@@ -84,12 +87,23 @@ class PanelSpec:
     unit: str
     queries: tuple[Query, ...]
     kind: str = "timeseries"
-    """timeseries | stat | states (stat showing each series' name: state sets) | heatmap | table | bargauge |
-    timeline (a state timeline: one band per series, coloured by its mapped value)"""
+    """timeseries | stat | state (a stat of the latest value as a word on its colour: `mappings`) | heatmap |
+    table | bargauge | timeline (a state timeline: one band per series, coloured by its mapped value)"""
     threshold: Threshold | None = None
     mappings: tuple[Mapping, ...] = ()
     alerts: tuple[str, ...] = ()
     """Alerts (besides the threshold's) whose runbook sections the panel links to."""
+    width: int = 0
+    """Grid columns (of 24); 0: by kind (`WIDTHS`)."""
+    height: int = 8
+    unless_stage: str = ""
+    """A stand-in left out where this stage is deployed (the Kafka data's age where no apply job reports freshness)."""
+    green_below: float | None = None
+    """A count that is green at 0 and red from this value on (tasks not RUNNING, targets down)."""
+
+
+WIDTHS = {"timeseries": 12, "stat": 6, "state": 6, "heatmap": 24, "table": 12, "bargauge": 12, "timeline": 24}
+"""Grid columns by kind: a row holds two graphs or four tiles, then wraps; never a panel squeezed to fit one line."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,8 @@ class DashboardSpec:
     variables: tuple[Variable, ...]
     rows: tuple[tuple[str, tuple[PanelSpec, ...]], ...]
     tags: tuple[str, ...] = field(default=("cdcwatch",))
+    stage: str = ""
+    """The stage the whole board watches (`MixinConfig.stages`): without it, no board."""
 
 
 def threshold_alert(name: str) -> str:
@@ -121,23 +137,64 @@ def threshold_alert(name: str) -> str:
     return users[0]
 
 
+_SERVER_SOURCES = (("debezium", "cdcwatch_debezium_connected"), ("connect_rest", "cdcwatch_connect_connector_pipeline_info"),
+                   ("kafka", "cdcwatch_kafka_topic_partitions"), ("postgres", "cdcwatch_postgres_replication_slot_active"),
+                   ("spark", "cdcwatch_spark_freshness_seconds"))
+"""A series per stage that carries the pipeline's `server`: the server variables offer the servers any stage the
+deployment has knows."""
+
+
 def _placeholders(config: MixinConfig) -> dict[str, str]:
     scope = 'job=~"$job", instance=~"$instance"'
+    stages = config.stages.enabled()
+    servers = "|".join(name for stage, name in _SERVER_SOURCES if stage in stages) or "cdcwatch_up"
     return {"cdcwatch": f"{config.selectors.cdcwatch}, {scope}", "spark": f"{config.selectors.spark}, {scope}",
-            "scope": scope, "only_cdcwatch": config.selectors.cdcwatch, "only_spark": config.selectors.spark}
+            "scope": scope, "only_cdcwatch": config.selectors.cdcwatch, "only_spark": config.selectors.spark,
+            "server_series": f'__name__=~"{servers}"',
+            "endpoint_series": "cdcwatch_up|cdcwatch_spark_query_state" if "spark" in stages else "cdcwatch_up"}
+
+
+def deployed_rows(spec: DashboardSpec, config: MixinConfig) -> tuple[tuple[str, tuple[PanelSpec, ...]], ...]:
+    """The spec's rows with only the queries whose series the deployment (`config.stages`) has (every metric from a
+    stage it runs, every recorded series from a rule it gets), panels left without a query and rows left empty
+    left out."""
+    from cdcwatch.mixin.alerts import RECORDING_RULES
+    from cdcwatch.mixin.rules import deployed_groups, metrics_in
+    from cdcwatch.mixin.stages import stages_of
+
+    stages = config.stages.enabled()
+    recorded = {r.record for r in RECORDING_RULES}
+    kept = {r.record for g in deployed_groups(config) for r in g.recordings}
+
+    def deployed(query: Query) -> bool:
+        names = metrics_in(query.expr)
+        return stages_of(names - recorded) <= stages and names & recorded <= kept
+
+    def panel(spec: PanelSpec) -> PanelSpec | None:
+        queries = tuple(q for q in spec.queries if deployed(q))
+        if not queries or spec.unless_stage in stages:
+            return None
+        return replace(spec, queries=queries)
+
+    rows = ((title, tuple(p for p in map(panel, panels) if p is not None)) for title, panels in spec.rows)
+    return tuple((title, panels) for title, panels in rows if panels)
 
 
 def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: int) -> Any:
     kinds: dict[str, Callable[[], Any]] = {
-        "timeseries": timeseries.Panel, "stat": stat.Panel, "states": stat.Panel, "heatmap": heatmap.Panel,
+        "timeseries": timeseries.Panel, "stat": stat.Panel, "state": stat.Panel, "heatmap": heatmap.Panel,
              "table": table.Panel, "bargauge": bargauge.Panel, "timeline": statetimeline.Panel}
     builder = (kinds[spec.kind]().title(spec.title).description(spec.description).unit(spec.unit)
-               .datasource(DataSourceRef(type_val="prometheus", uid=config.datasource_uid)).span(width).height(8))
+               .datasource(DataSourceRef(type_val="prometheus", uid=config.datasource_uid)).span(width).height(spec.height))
     if spec.kind == "timeseries":
         builder = builder.legend(common.VizLegendOptions().show_legend(True).display_mode(LegendDisplayMode.LIST)
                                  .placement(LegendPlacement.BOTTOM))
-    if spec.kind == "states":
-        builder = builder.text_mode(BigValueTextMode.NAME).color_mode(BigValueColorMode.NONE)
+    if spec.kind == "state":
+        builder = builder.text_mode(BigValueTextMode.VALUE_AND_NAME).color_mode(BigValueColorMode.BACKGROUND)
+    if spec.green_below is not None:  # a count: green at 0, red from green_below on (mappings, not an alert's threshold)
+        builder = builder.color_mode(BigValueColorMode.BACKGROUND).mappings([
+            ValueMap({"0": ValueMappingResult(color="green", index=0)}),
+            RangeMap(DashboardRangeMapOptions(from_val=spec.green_below, to=None, result=ValueMappingResult(color="red", index=1)))])
     if spec.kind == "heatmap":
         builder = builder.calculate(True)
     alerts = list(spec.alerts)
@@ -149,7 +206,7 @@ def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: 
         if spec.kind == "timeseries":
             builder = builder.thresholds_style(common.GraphThresholdsStyleConfig().mode(GraphThresholdsStyleMode.DASHED))
         alerts.insert(0, threshold_alert(spec.threshold.name))
-    if spec.mappings:
+    if spec.mappings and spec.green_below is None:
         builder = builder.mappings([ValueMap({str(m.value): ValueMappingResult(text=m.text, color=m.color, index=i)
                                               for i, m in enumerate(spec.mappings)})])
     if alerts:
@@ -160,6 +217,8 @@ def _panel(spec: PanelSpec, config: MixinConfig, values: dict[str, str], width: 
                   .ref_id("ABCDEFGH"[index]))
         if spec.kind == "table":
             target = target.format(PromQueryFormat.TABLE).instant()
+        elif spec.kind in ("stat", "state"):
+            target = target.instant()  # the latest value: one tile per series, never one per past state
         builder = builder.with_target(target)
     return builder
 
@@ -170,7 +229,8 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
     """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
-    multi-valued with All; one row per group of panels."""
+    multi-valued with All (the spec's own matching an empty label too: a slot without a server is no less a
+    slot); one row per group of panels."""
     values = _placeholders(config)
     datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
     board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
@@ -185,13 +245,28 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
         board = board.with_variable(
             dashboard.QueryVariable(variable.name).label(variable.name.capitalize()).datasource(datasource).query(query)
             .definition(query).refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC)
-            .multi(True).include_all(True).all_value(".+"))
-    for title, panels in spec.rows:
+            .multi(True).include_all(True).all_value(".+" if variable in variables else ".*"))
+    for title, panels in deployed_rows(spec, config):
         board = board.with_row(dashboard.Row(title))
         for panel in panels:
-            board = board.with_panel(_panel(panel, config, values, 24 // len(panels)))
+            board = board.with_panel(_panel(panel, config, values, panel.width or WIDTHS[panel.kind]))
     model: dict[str, Any] = json.loads(json.dumps(board.build(), cls=JSONEncoder))
+    _lay_out(model["panels"])
     return model
+
+
+def _lay_out(panels: list[dict[str, Any]]) -> None:
+    """Grid positions, left to right and wrapping to a new line when a panel does not fit the 24 columns (each row
+    header on a line of its own): Grafana's own reading of the panels' order and widths."""
+    x = y = line = 0
+    for panel in panels:
+        width, height = panel["gridPos"]["w"], panel["gridPos"]["h"]
+        if panel["type"] == "row" or x + width > 24:
+            x, y, line = 0, y + line, 0
+        panel["gridPos"] = {"h": height, "w": width, "x": x, "y": y}
+        x, line = x + width, max(line, height)
+        if panel["type"] == "row":
+            x, y, line = 0, y + height, 0
 
 
 def conditional_queries(spec: DashboardSpec, config: MixinConfig) -> dict[str, str]:
@@ -213,5 +288,25 @@ UNIQUE = (Mapping(0, "unique", "green"),)
 FRESHNESS = (Mapping(1, "idle", "blue"), Mapping(2, "flowing", "green"), Mapping(3, "backlogged", "orange"),
              Mapping(4, "stalled", "red"))
 """The codes of `server_stage:cdcwatch_freshness:code`."""
-STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "yellow"), Mapping(2, "STALL", "red"), Mapping(3, "STOP", "red"),
+STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "orange"), Mapping(2, "STALL", "red"), Mapping(3, "STOP", "red"),
           Mapping(4, "REWIND", "orange"))
+
+
+def state_code(metric: str, selector: str, by: str, states: tuple[Mapping, ...]) -> str:
+    """A state set (one series per state, 1 on the current one) as the code of its current state, one series per
+    `by`: what a state panel maps to a word and a colour."""
+    parts = "\n  or ".join(f'{metric}{{{selector}, state="{m.text}"}} * {m.value}' for m in states)
+    return f"max by ({by}) (\n  {parts}\n)"
+
+
+CONNECT_STATES = (Mapping(1, "RUNNING", "green"), Mapping(2, "RESTARTING", "orange"), Mapping(3, "PAUSED", "orange"),
+                  Mapping(4, "STOPPED", "orange"), Mapping(5, "UNASSIGNED", "orange"), Mapping(6, "FAILED", "red"))
+"""Kafka Connect's connector and task states (REST), the worse the higher."""
+SNAPSHOT_STATES = (Mapping(1, "completed", "green"), Mapping(2, "skipped", "green"), Mapping(3, "not_started", "blue"),
+                   Mapping(4, "running", "blue"), Mapping(5, "paused", "orange"), Mapping(6, "aborted", "red"))
+SCHEMA_HISTORY_STATES = (Mapping(1, "running", "green"), Mapping(2, "recovering", "orange"), Mapping(3, "stopped", "red"))
+QUERY_STATES = (Mapping(1, "active", "green"), Mapping(2, "terminated", "orange"), Mapping(3, "failed", "red"))
+
+RESTARTS_30M = "sum by (connector, task) (round(increase(cdcwatch_connect_task_restarts_total"
+"""Task restarts in the last 30 minutes, as the restart alert counts them, in whole restarts (increase() extrapolates
+to the window's edges: 1.05 is one restart): the start of the same query on every board, its selector to follow."""

@@ -1,9 +1,12 @@
 """The pipeline overview: one row per stage, end-to-end freshness first."""
 
+from cdcwatch.mixin.alerts.pipeline import CODE
 from cdcwatch.mixin.dashboards.model import (
     ACTIVE,
     CONNECTED,
     FRESHNESS,
+    RESTARTS_30M,
+    STATUS,
     UNIQUE,
     UP,
     DashboardSpec,
@@ -17,18 +20,57 @@ __all__ = ["OVERVIEW"]
 
 OVERVIEW = DashboardSpec(
     "cdcwatch-overview", "CDC pipeline overview",
-    "Source → Debezium → Kafka Connect → Kafka → Spark, one row per stage; end-to-end freshness first. "
-    "Walk it left to right: the first red stage is where the pipeline stopped.",
-    '{__name__=~"cdcwatch_up|cdcwatch_spark_query_state"',
-    (Variable("server", 'label_values(cdcwatch_spark_freshness_seconds{%(only_spark)s, job=~"$job"}, server)'),),
+    "At a glance first: each pipeline's state, end-to-end freshness, tasks not running, Debezium's connection, the "
+    "worst consumer, the shortest runway before data is lost, targets down and firing alerts. Below, one row per "
+    "stage, Source → Debezium → Kafka Connect → Kafka → Spark: walk it top to bottom, the first red stage is where "
+    "the pipeline stopped.",
+    '{__name__=~"%(endpoint_series)s"',
+    (Variable("server", 'label_values({%(server_series)s, job=~"$job"}, server)'),),
     (
-        ("End to end", (
-            PanelSpec("Freshness of the target", "Age of the newest change or heartbeat the apply job has applied.", "s",
-                      (Query('max by (query, server) (cdcwatch_spark_freshness_seconds{%(spark)s, server=~"$server"})',
-                             "{{query}} ({{server}})"),), kind="stat", threshold=Threshold("spark_freshness_seconds")),
-            PanelSpec("Apply lag p99", "How long after their source commit the last batch's changes were applied (p99).", "s",
-                      (Query('query:cdcwatch_spark_apply_lag_seconds:p99{%(scope)s, server=~"$server"}', "{{query}} ({{server}})"),),
-                      threshold=Threshold("spark_apply_lag_seconds")),
+        ("At a glance", (
+            PanelSpec("Pipeline state", "Each pipeline's state (server): the worst of its stages, flowing, idle, "
+                      "backlogged or stalled.", "none",
+                      (Query(f'max by (server) ({CODE}{{server=~"$server"}})', "{{server}}"),), kind="state",
+                      mappings=FRESHNESS, alerts=("CdcPipelineStalled",)),
+            PanelSpec("End-to-end freshness", "Age of the newest change or heartbeat the apply job has applied, per "
+                      "pipeline.", "s",
+                      (Query('max by (server) (cdcwatch_spark_freshness_seconds{%(spark)s, server=~"$server"})',
+                             "{{server}}"),), kind="stat", threshold=Threshold("spark_freshness_seconds")),
+            PanelSpec("Newest change in Kafka: age", "Without an apply job reporting freshness: the age of the newest "
+                      "source commit (or Debezium heartbeat) each pipeline's topics hold.", "s",
+                      (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds'
+                             '{%(cdcwatch)s, server=~"$server"})', "{{server}}"),), kind="stat",
+                      threshold=Threshold("kafka_data_age_seconds"), unless_stage="spark"),
+            PanelSpec("Connect tasks not RUNNING", "Kafka Connect tasks in any state but RUNNING: 0 is right.", "none",
+                      (Query('count(cdcwatch_connect_task_state{%(cdcwatch)s, state!="RUNNING", server=~"$server"} == 1) '
+                             "or vector(0)", "tasks"),), kind="stat", green_below=1,
+                      alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
+            PanelSpec("Debezium connected", "Whether each connector's streaming reader is connected to its database "
+                      "(not during a snapshot).", "none",
+                      (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming", '
+                             'server=~"$server"})', "{{server}}"),),
+                      kind="state", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
+            PanelSpec("Worst consumer status", "The worst status of any consumer group on any topic partition.", "none",
+                      (Query("max(cdcwatch_kafka_consumergroup_status_code{%(cdcwatch)s}) or vector(0)", "groups"),),
+                      kind="state", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing",)),
+            PanelSpec("Shortest runway before loss", "Time left before data a pipeline still needs is deleted: WAL a "
+                      "replication slot holds, the binlog a MySQL connector reads, Kafka messages a group has not "
+                      "read (no value: nothing at risk).", "s",
+                      (Query('min(slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m'
+                             '{%(scope)s, server=~"$server"})', "WAL slot", when="the source sets max_slot_wal_keep_size"),
+                       Query('min(server:cdcwatch_mysql_binlog_runway_seconds:min{%(scope)s, server=~"$server"})', "binlog",
+                             when="the connector is behind the binlog being written"),
+                       Query('min(group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min'
+                             '{%(scope)s, server=~"$server"})', "Kafka retention")),
+                      kind="stat", threshold=Threshold("slot_wal_runway_warning_seconds", below=True),
+                      alerts=("CdcMysqlBinlogRunwayCritical", "CdcKafkaRetentionRunwayCritical")),
+            PanelSpec("Exporter targets down", "Targets cdcwatch failed to collect from at its last collection: 0 is "
+                      "right.", "none",
+                      (Query("count(cdcwatch_up{%(cdcwatch)s} == 0) or vector(0)", "targets"),), kind="stat",
+                      green_below=1, alerts=("CdcwatchTargetDown",)),
+            PanelSpec("Firing CDC alerts", "cdcwatch's alerts firing now, of every pipeline: 0 is right.", "none",
+                      (Query('count(ALERTS{alertname=~"Cdc.*", alertstate="firing"}) or vector(0)', "alerts"),),
+                      kind="stat", green_below=1),
         )),
         ("Freshness state", (
             PanelSpec("Freshness state by stage", "Per pipeline and stage (capture: source → connector, consume: Kafka, "
@@ -47,7 +89,7 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Server names used twice", "Other Debezium connectors that use the same server name (topic.prefix): "
                       "0 is right; more means their topics and Debezium metrics collide.", "none",
                       (Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch)s, server=~"$server"})',
-                             "{{server}}"),), kind="stat", mappings=UNIQUE, alerts=("CdcConnectServerNameConflict",)),
+                             "{{server}}"),), kind="state", mappings=UNIQUE, alerts=("CdcConnectServerNameConflict",)),
         )),
         ("Source: PostgreSQL replication slots", (
             PanelSpec("WAL retained by the slot", "WAL the database keeps for the slot (current position − restart_lsn).",
@@ -61,7 +103,7 @@ OVERVIEW = DashboardSpec(
                       alerts=("CdcPostgresSlotSafeWalRunningOut",)),
             PanelSpec("Slot active", "Whether a consumer reads the slot.", "none",
                       (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_active{%(cdcwatch)s, server=~"$server"})',
-                             "{{slot}}"),), kind="stat", mappings=ACTIVE, alerts=("CdcPostgresSlotInactive",)),
+                             "{{slot}}"),), kind="state", mappings=ACTIVE, alerts=("CdcPostgresSlotInactive",)),
         )),
         ("Source: PostgreSQL WAL", (
             PanelSpec("Safe WAL runway", "Time until each slot's safe_wal_size runs out at the current WAL rate: when a "
@@ -94,23 +136,14 @@ OVERVIEW = DashboardSpec(
                              when="a mysql source is configured"),)),
         )),
         ("Debezium", (
-            PanelSpec("Connected", "Whether the streaming reader is connected to its database (not during a snapshot).",
-                      "none", (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming", '
-                                     'server=~"$server"})', "{{server}}"),),
-                      kind="stat", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
             PanelSpec("Lag behind the source", "Time between a change's commit and Debezium processing it (last event).",
                       "s", (Query('server:cdcwatch_debezium_lag_behind_source_seconds:max{%(scope)s, server=~"$server"}',
                                   "{{server}}"),), threshold=Threshold("debezium_lag_seconds")),
         )),
         ("Kafka Connect", (
-            PanelSpec("Tasks not RUNNING", "Tasks in any state but RUNNING, per connector.", "none",
-                      (Query('count by (connector, state) (cdcwatch_connect_task_state{%(cdcwatch)s, state!="RUNNING", '
-                             'server=~"$server"} == 1)', "{{connector}} {{state}}", when="a task is not RUNNING"),), kind="stat",
-                      alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
             PanelSpec("Task restarts in 30 minutes", "Restarts of each task in the last 30 minutes (the worker JVM's or "
                       "the task's own), as the restart alert counts them.", "short",
-                      (Query("sum by (connector, task) (increase(cdcwatch_connect_task_restarts_total"
-                             '{%(cdcwatch)s, server=~"$server"}[30m]))', "{{connector}}/{{task}}",
+                      (Query(f"{RESTARTS_30M}{{%(cdcwatch)s, server=~\"$server\"}}[30m])))", "{{connector}}/{{task}}",
                              when="the worker's JMX is collected"),),
                       threshold=Threshold("connect_task_restarts")),
         )),
@@ -128,6 +161,9 @@ OVERVIEW = DashboardSpec(
                       threshold=Threshold("kafka_retention_runway_warning_seconds", below=True)),
         )),
         ("Spark apply", (
+            PanelSpec("Apply lag p99", "How long after their source commit the last batch's changes were applied (p99).", "s",
+                      (Query('query:cdcwatch_spark_apply_lag_seconds:p99{%(scope)s, server=~"$server"}', "{{query}} ({{server}})"),),
+                      threshold=Threshold("spark_apply_lag_seconds")),
             PanelSpec("Changes applied", "Row changes the apply job writes to the target per second.", "ops",
                       (Query('sum by (query, server) (query:cdcwatch_spark_changes_applied:rate5m{%(scope)s, server=~"$server"})',
                              "{{query}}"),)),
@@ -137,7 +173,7 @@ OVERVIEW = DashboardSpec(
         )),
         ("cdcwatch", (
             PanelSpec("Targets up", "Whether cdcwatch's last collection from each target succeeded.", "none",
-                      (Query("cdcwatch_up{%(cdcwatch)s}", "{{collector}} {{target}}"),), kind="stat", mappings=UP,
+                      (Query("cdcwatch_up{%(cdcwatch)s}", "{{collector}} {{target}}"),), kind="state", mappings=UP,
                       alerts=("CdcwatchTargetDown",)),
             PanelSpec("Collection time", "Time cdcwatch's last collection from each target took.", "s",
                       (Query("cdcwatch_scrape_duration_seconds{%(cdcwatch)s}", "{{collector}} {{target}}"),),

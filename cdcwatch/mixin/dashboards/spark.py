@@ -1,6 +1,6 @@
 """The Spark apply job: lag and freshness, latency by stage, throughput, correctness and data loss, query state."""
 
-from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Threshold, Variable
+from cdcwatch.mixin.dashboards.model import QUERY_STATES, DashboardSpec, PanelSpec, Query, Threshold, Variable, state_code
 
 __all__ = ["SPARK"]
 
@@ -66,7 +66,7 @@ SPARK = DashboardSpec(
                              "{{query}} lost offsets", when="the query runs with failOnDataLoss=false")),
                       alerts=("CdcSparkMalformedEvents", "CdcSparkLostOffsets")),
             PanelSpec("Query state", "The state of each query (active, terminated, failed).", "none",
-                      (Query(f"max by (query, state) (cdcwatch_spark_query_state{{{_QUERY}}} == 1)", "{{query}}: {{state}}"),),
-                      kind="states", alerts=("CdcSparkQueryFailed",)),
+                      (Query(state_code("cdcwatch_spark_query_state", _QUERY, "query", QUERY_STATES), "{{query}}"),),
+                      kind="state", mappings=QUERY_STATES, alerts=("CdcSparkQueryFailed",)),
         )),
-    ))
+    ), stage="spark")

@@ -1,0 +1,54 @@
+"""Which stage of the pipeline each metric comes from, and so which rules and panels a deployment gets.
+
+A rule (or a panel) belongs to the stages whose series it reads, recording rules followed to what they read;
+it is generated only when the mixin config's `stages` has all of them. A rule whose expression differs by
+deployment (an idle proof from another stage, an estimate from either source database) says so with
+`shaped`; it is rendered for the stages at hand and never reads a stage that is left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cache
+
+__all__ = ["STAGES", "metric_stage", "stages_of"]
+
+STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark")
+"""The fields of `MixinConfig.stages`, in pipeline order."""
+
+_SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
+"""Series of the monitor itself (Prometheus' `up`, the exporter's own limits): every deployment has them."""
+
+
+@cache
+def _table() -> dict[str, str]:
+    from cdcwatch.connect.collector import CONNECT_METRICS
+    from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
+    from cdcwatch.debezium import DEBEZIUM_METRICS
+    from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS
+    from cdcwatch.kafka.collector import KAFKA_METRICS
+    from cdcwatch.mysql.binlog import BINLOG_METRICS
+    from cdcwatch.postgres.slots import SLOT_METRICS
+    from cdcwatch.spark.metrics import SPARK_METRICS
+
+    table = {spec.name: "debezium" for spec in [*DEBEZIUM_BEAN_METRICS.values(), *DEBEZIUM_METRICS.values()]}
+    table |= {spec.name: "connect_jmx" if (spec.source or "").startswith("JMX") else "connect_rest"
+              for spec in CONNECT_METRICS.values()}
+    table |= {spec.name: "connect_jmx" for spec in CONNECT_JMX_METRICS.values()}
+    for stage, specs in (("kafka", KAFKA_METRICS), ("postgres", SLOT_METRICS), ("mysql", BINLOG_METRICS),
+                         ("spark", SPARK_METRICS)):
+        table |= {spec.name: stage for spec in specs.values()}
+    return table
+
+
+def metric_stage(name: str) -> str | None:
+    """The stage whose collector (or listener) exports `name`; None for the monitor's own series."""
+    if name in _SELF:
+        return None
+    base = re.sub(r"_(bucket|sum|count)$", "", name)
+    return _table().get(name) or _table().get(base)
+
+
+def stages_of(metrics: Iterable[str]) -> frozenset[str]:
+    return frozenset(stage for name in metrics if (stage := metric_stage(name)) is not None)
