@@ -334,3 +334,29 @@ def test_bad_values_fail_naming_the_key(values: dict[str, Any], named: str, tmp_
         assert done.returncode != 0 or (command == ["lint"] and "[INFO] Fail: " in said), (command, said)
         assert named in said, (command, said)
         assert PASSWORD not in said  # an error never echoes the secret it refuses
+
+
+def test_runbook_and_grafana_addresses_set_once_reach_every_alert() -> None:
+    """prometheusRule.runbookBaseUrl and grafanaUrl rewrite every alert's links, and nothing else of the rules."""
+    default = rendered()
+    objects = rendered('{"prometheusRule": {"runbookBaseUrl": "https://docs.example.com/cdcwatch/runbook/", '
+                       '"grafanaUrl": "https://grafana.example.com/"}}')
+    ((before,), (after,)) = of_kind(default, "PrometheusRule"), of_kind(objects, "PrometheusRule")
+    alerts = [(old, new) for old_group, new_group in zip(before["spec"]["groups"], after["spec"]["groups"], strict=True)
+              for old, new in zip(old_group["rules"], new_group["rules"], strict=True) if "alert" in old]
+    assert alerts
+    for old, new in alerts:
+        name = old["alert"]
+        assert new["annotations"]["runbook_url"] == f"https://docs.example.com/cdcwatch/runbook/#{name.lower()}"
+        assert new["annotations"]["dashboard_url"] == "https://grafana.example.com" + old["annotations"]["dashboard_url"]
+        assert {**new, "annotations": {}} == {**old, "annotations": {}}
+        others = {k: v for k, v in new["annotations"].items() if k not in ("runbook_url", "dashboard_url")}
+        assert others == {k: v for k, v in old["annotations"].items() if k not in ("runbook_url", "dashboard_url")}
+
+
+def test_a_runbook_address_with_a_fragment_is_refused() -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        values = Path(scratch) / "values.json"
+        values.write_text('{"prometheusRule": {"runbookBaseUrl": "https://docs.example.com/runbook#top"}}')
+        done = helm("template", "x", str(CHART), "--kube-version", KUBERNETES_VERSIONS[-1], "-f", str(values))
+    assert done.returncode != 0 and "runbookBaseUrl" in done.stderr
