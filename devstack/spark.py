@@ -28,7 +28,8 @@ class ApplyJob:
         self.log = state_dir / "apply.log"
         self.command = [sys.executable, "-m", "cdcwatch.cli", "apply", "--bootstrap-servers", bootstrap,
                         "--subscribe-pattern", pattern, "--target", target_dsn, "--checkpoint", str(state_dir / "checkpoint"),
-                        "--master", master, "--query-name", query_name, "--metrics-port", str(self.metrics_port),
+                        "--master", master, "--query-name", query_name, "--metrics-address", "127.0.0.1",
+                        "--metrics-port", str(self.metrics_port),
                         "--jars", spark_kafka_jars(), *extra_args]
         self.server = ServerProcess("the apply job", self.log)
 
