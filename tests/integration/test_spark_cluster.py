@@ -243,8 +243,11 @@ def test_a_worker_killed_in_the_middle_of_a_micro_batch_loses_and_doubles_no_cou
             db.execute("SELECT pg_advisory_unlock(27)")
             db.execute("DROP TRIGGER hold ON cdcwatch_apply.staging")
     wait_for(lambda: len(target_rows(postgres, "raw")) == len(ids), 180, "every raw row in the target after the retry", interval=1)
-    values = wait_for(lambda: (v := metrics(job)) and grown(v, "cdcwatch_spark_changes_applied_total") == len(ids)
-                      and v, 60, "the retried batch's progress")
+    wait_for(lambda: grown(metrics(job), "cdcwatch_spark_changes_applied_total") == len(ids), 60, "the retried batch's merge")
+    merged = time.time()  # the sink reports before its batch's progress: wait for a progress after this
+    values = wait_for(lambda: (v := metrics(job)) and
+                      value(v, "cdcwatch_spark_last_progress_timestamp_seconds", query=QUERY) > merged and v,
+                      60, "a progress after the retried batch")
     print("\nafter the worker kill: " + ", ".join(f"{name} +{grown(values, name, server=SERVER):g}" for name in counts[:3]))
     assert target_rows(postgres, "raw") == {json.dumps([["id", i]], separators=(",", ":")): {"id": i, "qty": i % 5}
                                             for i in ids}

@@ -55,9 +55,9 @@ def test_instrument_and_the_listener_count_exactly_on_a_spark_connect_session(co
     (source / "part-0.json").write_text("".join(json.dumps(r) + "\n" for r in changes + malformed))
 
     spark = SparkSession.builder.remote(connect_server.url).create()
+    assert type(spark).__module__.startswith("pyspark.sql.connect")
+    listener = CdcMetricsListener.attach(spark)
     try:
-        assert type(spark).__module__.startswith("pyspark.sql.connect")
-        listener = CdcMetricsListener.attach(spark)
         records = spark.readStream.schema(SCHEMA).json(str(source))
         with pytest.raises(ValueError, match="a Filter stands between them"):
             instrument(decode_events(records).where("malformed = 0"))
@@ -68,6 +68,7 @@ def test_instrument_and_the_listener_count_exactly_on_a_spark_connect_session(co
                           value(v, "cdcwatch_spark_query_state", query=QUERY, state="terminated") == 1 and v,
                           60, "the query's progress and termination at the client's listener")
     finally:
+        spark.streams.removeListener(listener)
         spark.stop()
     assert value(values, "cdcwatch_spark_events_total", query=QUERY, server=SERVER) == 8
     assert value(values, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER) == 6
