@@ -26,7 +26,7 @@ from cdcwatch.mixin import MixinConfig, load_mixin_config, write_files
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.mixin.preview import render_preview
 from cdcwatch.server import ListenError, serve
-from cdcwatch.spark import DEFAULT_METRICS_PORT
+from cdcwatch.spark import DEFAULT_METRICS_ADDRESS, DEFAULT_METRICS_PORT
 from cdcwatch.spark.apply import ApplySettings, KafkaSourceMissing, run_apply
 from cdcwatch.web import load_web_config
 
@@ -90,7 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--master", default="local[*]", help="Spark master URL")
     apply.add_argument("--query-name", default="cdc_apply", help="the `query` label")
     apply.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval")
-    apply.add_argument("--metrics-address", default="127.0.0.1", help="address of the listener's /metrics")
+    apply.add_argument("--metrics-address", default=DEFAULT_METRICS_ADDRESS,
+                       help=f"address the listener's /metrics binds to (default {DEFAULT_METRICS_ADDRESS}: every "
+                       "interface; 127.0.0.1 or the driver's own address restricts it)")
     apply.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
                        help=f"port of the listener's /metrics (default {DEFAULT_METRICS_PORT}; 0: none)")
     apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")

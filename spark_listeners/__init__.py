@@ -2,7 +2,7 @@
 
 Attach in two lines:
 
-    listener = CdcMetricsListener.attach(spark, port=10122)
+    listener = CdcMetricsListener.attach(spark, port=10122)   # /metrics on every interface (address=... restricts)
     events = instrument(decode_events(kafka_records))
 
 The sink reports what it did with each batch through `listener.metrics.sink(query, SinkOutcome(...), batch_id)`;

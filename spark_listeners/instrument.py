@@ -29,11 +29,26 @@ summaries still describe the rows. Anything else (Filter, Limit, Deduplicate, Jo
 changes the rows they count."""
 
 
+CONNECT_DECODER_NODES = frozenset({"MapPartitions"})
+"""The Spark Connect client's plan node of `decode_events`'s `mapInArrow`."""
+CONNECT_ROW_PRESERVING_NODES = frozenset({"Project", "WithColumns", "WithColumnsRenamed", "Drop", "ToDF", "ToSchema",
+                                          "SubqueryAlias", "WithWatermark", "Repartition", "RepartitionByExpression",
+                                          "Hint", "Sort"})
+"""The same row-keeping steps as the Spark Connect client records them (`pyspark.sql.connect.plan`)."""
+
+
+def _refuse(name: str) -> ValueError:
+    return ValueError(f"instrument() must see every row decode_events() returns, but a {name} stands "
+                      "between them and would change the rows the summaries count; apply instrument() "
+                      "to decode_events()'s DataFrame and transform what it returns")
+
+
 def _check_rows_kept(events: DataFrame) -> None:
-    """Raise ValueError when the plan between `decode_events` and `events` can drop or add rows. Only a classic
-    (py4j) DataFrame exposes its plan; under Spark Connect the check is skipped."""
+    """Raise ValueError when the plan between `decode_events` and `events` can drop or add rows: a classic (py4j)
+    DataFrame's analyzed plan, or the plan a Spark Connect client builds (each step a node with one `_child`)."""
     java = getattr(events, "_jdf", None)
     if java is None:
+        _check_connect_rows_kept(getattr(events, "_plan", None))
         return
     node = java.queryExecution().analyzed()
     while node.nodeName() not in DECODER_NODES:
@@ -41,10 +56,18 @@ def _check_rows_kept(events: DataFrame) -> None:
         if children.length() == 0:
             return  # the summaries were not decoded in this plan: nothing to check them against
         if name not in ROW_PRESERVING_NODES or children.length() != 1:
-            raise ValueError(f"instrument() must see every row decode_events() returns, but a {name} stands "
-                             "between them and would change the rows the summaries count; apply instrument() "
-                             "to decode_events()'s DataFrame and transform what it returns")
+            raise _refuse(name)
         node = children.apply(0)
+
+
+def _check_connect_rows_kept(node: object) -> None:
+    while node is not None and type(node).__name__ not in CONNECT_DECODER_NODES:
+        child = getattr(node, "_child", None)
+        if child is None:
+            return  # the summaries were not decoded in this plan
+        if type(node).__name__ not in CONNECT_ROW_PRESERVING_NODES:
+            raise _refuse(type(node).__name__)
+        node = child
 
 
 def instrument(events: DataFrame) -> DataFrame:

@@ -1,7 +1,7 @@
 """The StreamingQueryListener that feeds `SparkMetrics`, and its `/metrics` endpoint in the driver.
 
     from spark_listeners import CdcMetricsListener, decode_events, instrument
-    listener = CdcMetricsListener.attach(spark, port=10122)      # /metrics on 127.0.0.1:10122
+    listener = CdcMetricsListener.attach(spark, port=10122)      # /metrics on every interface, port 10122
     events = instrument(decode_events(kafka_records))             # same rows, observed
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, push_to_gateway, start_http_server
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from cdcwatch.spark import DEFAULT_METRICS_ADDRESS, PUSH_JOB
 from cdcwatch.spark.metrics import SparkMetrics
 from cdcwatch.spark.observation import merge_summaries
 from spark_listeners.instrument import OBSERVATION, SUMMARIES
@@ -28,7 +29,7 @@ class CdcMetricsListener(StreamingQueryListener):
     """Records query starts, progress (with the cdcwatch observation) and terminations."""
 
     def __init__(self, metrics: SparkMetrics | None = None, pushgateway: str | None = None,
-                 push_job: str = "cdcwatch-spark") -> None:
+                 push_job: str = PUSH_JOB) -> None:
         self.metrics = metrics or SparkMetrics()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.metrics)
@@ -40,10 +41,13 @@ class CdcMetricsListener(StreamingQueryListener):
             threading.Thread(target=self._pusher, args=(pushgateway,), name="cdcwatch-push", daemon=True).start()
 
     @classmethod
-    def attach(cls, spark: Any, port: int | None = None, address: str = "127.0.0.1",
-               pushgateway: str | None = None, metrics: SparkMetrics | None = None) -> CdcMetricsListener:
-        """A listener added to `spark.streams`, serving /metrics on address:port when a port is given."""
-        listener = cls(metrics, pushgateway)
+    def attach(cls, spark: Any, port: int | None = None, address: str = DEFAULT_METRICS_ADDRESS,
+               pushgateway: str | None = None, metrics: SparkMetrics | None = None,
+               push_job: str = PUSH_JOB) -> CdcMetricsListener:
+        """A listener added to `spark.streams`, serving /metrics on address:port when a port is given (by default
+        on every interface, so Prometheus can scrape the driver from another host; "127.0.0.1" or the driver's
+        own address restricts it), and pushing to `pushgateway` (host:port or URL) under `push_job` when given."""
+        listener = cls(metrics, pushgateway, push_job)
         if port is not None:
             start_http_server(port, addr=address, registry=listener.registry)
         spark.streams.addListener(listener)

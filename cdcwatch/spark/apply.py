@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdcwatch.spark import DEFAULT_METRICS_PORT
+from cdcwatch.spark import DEFAULT_METRICS_ADDRESS, DEFAULT_METRICS_PORT
 
 __all__ = ["ApplySettings", "KafkaSourceMissing", "build_query", "require_kafka_source", "run_apply", "spark_session"]
 
@@ -33,7 +33,7 @@ class ApplySettings:
     query_name: str = "cdc_apply"
     target_schema: str = "cdcwatch_apply"
     trigger_seconds: float = 1.0
-    metrics_address: str = "127.0.0.1"
+    metrics_address: str = DEFAULT_METRICS_ADDRESS
     metrics_port: int | None = DEFAULT_METRICS_PORT
     pushgateway: str | None = None
     fail_on_data_loss: bool = True

@@ -1,7 +1,8 @@
 """The reference apply target: PostgreSQL rows guarded by source position, and a ledger of what was applied.
 
 A batch is staged (COPY from the executors, one staging slice per batch id), then merged in one
-transaction on the driver:
+transaction on the driver. A Kafka record staged twice (a task run again after its first attempt had staged,
+e.g. when its executor was lost before reporting) is one record: the merge reads each topic, partition and offset once.
 - an event whose table + row key + source position is in the ledger, or repeats within the batch,
   is a **duplicate** (an at-least-once re-delivery) and is not applied again;
 - the others are new: their commit times (`CommitSpread`) are what the batch's apply lag is measured on, and
@@ -74,9 +75,12 @@ def _stages_sql() -> str:
 
 
 _MERGE_SQL = """
-WITH batch AS (
-    SELECT *, row_number() OVER (PARTITION BY table_id, row_key, position ORDER BY topic, partition, kafka_offset) AS copy
+WITH staged AS (
+    SELECT *, row_number() OVER (PARTITION BY topic, partition, kafka_offset ORDER BY ctid) AS attempt
     FROM {s}.staging WHERE batch_id = %(batch)s
+), batch AS (
+    SELECT *, row_number() OVER (PARTITION BY table_id, row_key, position ORDER BY topic, partition, kafka_offset) AS copy
+    FROM staged WHERE attempt = 1 OR kafka_offset IS NULL
 ), fresh AS (
     SELECT b.* FROM batch b
     WHERE b.copy = 1 AND NOT EXISTS (SELECT 1 FROM {s}.applied a

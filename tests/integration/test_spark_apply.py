@@ -141,12 +141,12 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
         value(values, "cdcwatch_spark_changes_applied_total", query=QUERY) - 1
 
 
-def topic_identities(bootstrap: str) -> Counter:
+def topic_identities(bootstrap: str, topic: str = TOPIC) -> Counter:
     """Every row change in the topic as (key, source position), read without cdcwatch's decoder."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"count-{time.time()}", "enable.auto.commit": False,
                          "enable.partition.eof": True})
-    metadata = consumer.list_topics(TOPIC, timeout=10)
-    partitions = [TopicPartition(TOPIC, p, 0) for p in metadata.topics[TOPIC].partitions]
+    metadata = consumer.list_topics(topic, timeout=10)
+    partitions = [TopicPartition(topic, p, 0) for p in metadata.topics[topic].partitions]
     ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in partitions}
     consumer.assign(partitions)
     seen: Counter = Counter()
