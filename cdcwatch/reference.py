@@ -65,7 +65,7 @@ def metrics_reference() -> str:
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
     lines += [_row(spec) for spec in BINLOG_METRICS.values()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
-              f"Served by the listener's own /metrics (default 127.0.0.1:{DEFAULT_METRICS_PORT}), not by `cdcwatch serve`.", "",
+              f"Served by the listener's own /metrics (default port {DEFAULT_METRICS_PORT}, every interface), not by `cdcwatch serve`.", "",
               "| metric | type | labels | help |", "|---|---|---|---|"]
     lines += [_row(spec) for spec in SPARK_METRICS.values()]
     lines += [""]
