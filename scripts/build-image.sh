@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the cdcwatch container image from Debian's packages and PyPI only (no container registry):
 #  1. a Debian 12 root filesystem made by mmdebstrap (minbase, python3, python3-venv, a headless JRE for the JPype
-#     JMX backend), imported as localhost/cdcwatch-base:<hash of its package list>;
+#     JMX backend), imported as localhost/cdcwatch-base:<suite>-<hash of its packages and options>;
 #  2. image/Containerfile on it: the user cdcwatch (10001:10001), a virtualenv in /opt/cdcwatch with the wheel
 #     built from this tree and the exporter's extras; pip reaches PyPI through the host's /etc/pip.conf and CA
 #     bundle, mounted read-only into the build step only.
@@ -23,11 +23,15 @@ suite=bookworm
 packages=ca-certificates,passwd,python3,python3-venv,openjdk-17-jre-headless
 mirrors=("deb http://deb.debian.org/debian $suite main" "deb http://deb.debian.org/debian $suite-updates main"
          "deb http://deb.debian.org/debian-security $suite-security main")
-base_hash=$(printf '%s\n' "$suite" "$packages" "${mirrors[@]}" | sha256sum | cut -c1-12)
+base_options=(--variant=minbase --include="$packages" --aptopt='APT::Install-Recommends "false"'
+              --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*'
+              --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/doc/*/copyright'
+              --setup-hook='mkdir -p "$1/usr/share/man/man1"')  # the JRE's postinst links its manual pages there
+base_hash=$(printf '%s\n' "$suite" "${base_options[@]}" "${mirrors[@]}" | sha256sum | cut -c1-12)
 base=localhost/cdcwatch-base:$suite-$base_hash
 
 inputs_hash=$( (git ls-files -co --exclude-standard -- scripts/build-image.sh image pyproject.toml cdcwatch spark_listeners \
-                  | LC_ALL=C sort | while read -r file; do [ -f "$file" ] && { echo "$file"; cat "$file"; }; done) \
+                  | LC_ALL=C sort | while read -r file; do if [ -f "$file" ]; then echo "$file"; cat "$file"; fi; done) \
               | sha256sum | cut -c1-12)
 image=localhost/cdcwatch:$version
 hashed=$image-$inputs_hash
@@ -52,12 +56,7 @@ started=$SECONDS
 
 if ! podman image exists "$base"; then
   echo "build-image: $base from Debian $suite with mmdebstrap ($packages)"
-  mmdebstrap --quiet --variant=minbase --include="$packages" \
-    --aptopt='APT::Install-Recommends "false"' \
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-    --setup-hook='mkdir -p "$1/usr/share/man/man1"' \
-    "$suite" "$work/rootfs.tar" "${mirrors[@]}"
+  mmdebstrap --quiet "${base_options[@]}" "$suite" "$work/rootfs.tar" "${mirrors[@]}"
   podman import --quiet --message "Debian $suite minbase: $packages" "$work/rootfs.tar" "$base" >/dev/null
   rm -f "$work/rootfs.tar"
 fi
@@ -75,7 +74,8 @@ for file in /etc/pip.conf /etc/ssl/certs/ca-certificates.crt; do  # the host's w
   if [ -f "$file" ]; then mounts+=(--volume "$file:$file:ro"); fi
 done
 echo "build-image: $hashed${flags[*]:+ (podman flags on this host: ${flags[*]})}"
-podman build --quiet --network host "${flags[@]}" --file image/Containerfile --build-arg "BASE=$base" \
+# --no-cache: the wheel is a mounted volume, which a cached layer would not see change
+podman build --quiet --no-cache --network host "${flags[@]}" --file image/Containerfile --build-arg "BASE=$base" \
   "${mounts[@]}" \
   --label "org.opencontainers.image.title=cdcwatch" --label "org.opencontainers.image.version=$version" \
   --label "io.cdcwatch.inputs=$inputs_hash" \

@@ -131,6 +131,7 @@ def test_the_image_checks_and_serves_the_stack_read_only_as_uid_10001(image, wor
         assert check.returncode == 0, check.stdout + check.stderr
     finally:
         prometheus.stop()
-        logs = podman("logs", container).stderr
+        logged = podman("logs", container)
+        logs = logged.stdout + logged.stderr
         podman("rm", "--force", "--time", "10", container)
     assert "Traceback" not in logs, logs
