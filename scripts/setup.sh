@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what cdcwatch, its local stack (devstack/) and its tests need on Debian 12:
-#  - system packages: a JDK, Maven, PostgreSQL, MariaDB, Prometheus (promtool), Alertmanager, Pushgateway, openssl;
+#  - system packages: a JDK, Maven, PostgreSQL, MariaDB, Prometheus (promtool), Alertmanager, Pushgateway, openssl,
+#    and what builds and runs the container image (podman, buildah, runc, mmdebstrap);
 #  - the JVM parts pinned in devstack/jvm/pom.xml (Apache Kafka 4, Kafka Connect, the Debezium plugins,
 #    spark-sql-kafka, the PostgreSQL JDBC driver, jmx_prometheus_javaagent), resolved by Maven into .cdcwatch/;
 #  - a virtualenv in .venv with cdcwatch and its test extras.
@@ -20,6 +21,10 @@ command -v prometheus-alertmanager >/dev/null 2>&1 || packages+=(prometheus-aler
 command -v prometheus-pushgateway >/dev/null 2>&1 || packages+=(prometheus-pushgateway)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+# the container image (scripts/build-image.sh): an mmdebstrap base, podman (buildah builds underneath), runc
+for tool in podman buildah runc mmdebstrap; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || packages+=("$tool")
+done
 
 if [ ${#packages[@]} -gt 0 ]; then
   echo "setup: installing ${packages[*]}"
