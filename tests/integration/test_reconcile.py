@@ -262,7 +262,7 @@ MARIA_TABLE = ("CREATE DATABASE IF NOT EXISTS rcshop; DROP TABLE IF EXISTS rcsho
                "INSERT INTO rcshop.items SELECT seq, CONCAT('name ', seq, ' ü'), seq % 7, seq * 1.25,"
                " TIMESTAMP'2024-05-06 07:08:09.123456' - INTERVAL seq MINUTE, TIMESTAMP'2001-02-03 04:05:06.789' + "
                "INTERVAL seq DAY, seq % 2, DATE'1999-12-31' + INTERVAL seq DAY, IF(seq % 5 = 0, NULL, seq / 3) "
-               "FROM seq_1_to_300;")
+               "FROM rcshop.seq_1_to_300;")
 
 
 def test_mariadb_to_apply_target_types_agree_and_divergences_counted(mariadb, postgres, stack_dir, serve_factory) -> None:
@@ -315,8 +315,8 @@ def test_budget_held_on_the_source_by_its_own_statistics_and_a_down_side_is_up_0
     postgres.sql("DROP TABLE IF EXISTS rc_budget, rc_budget_copy;"
                  "CREATE TABLE rc_budget (id bigint PRIMARY KEY, body text);"
                  f"INSERT INTO rc_budget SELECT g, repeat('x', 50) || g FROM generate_series(1, {rows}) g;"
-                 "CREATE TABLE rc_budget_copy AS SELECT * FROM rc_budget; ALTER TABLE rc_budget_copy ADD PRIMARY KEY (id);"
-                 "VACUUM ANALYZE rc_budget; VACUUM ANALYZE rc_budget_copy")
+                 "CREATE TABLE rc_budget_copy AS SELECT * FROM rc_budget; ALTER TABLE rc_budget_copy ADD PRIMARY KEY (id)")
+    postgres.sql("VACUUM ANALYZE rc_budget, rc_budget_copy")
     before, scans_before = index_reads(postgres, "rc_budget")
     side = f"{{engine: postgres, port: {postgres.port}, user: postgres, rows_per_second: {budget}, table: public.%s}}"
     config = (reconcile_yaml("budget", side % "rc_budget", side % "rc_budget_copy", chunk_rows=200, pass_interval_seconds=600)
