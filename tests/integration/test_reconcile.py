@@ -326,6 +326,8 @@ def test_budget_held_on_the_source_by_its_own_statistics_and_a_down_side_is_up_0
     samples: list[tuple[float, int]] = []
 
     def pass_done() -> dict | None:
+        if not samples:  # the comparison starts at the first scrape
+            samples.append((time.monotonic(), 0))
         values = serve.scrape()
         samples.append((time.monotonic(), index_reads(postgres, "rc_budget")[0] - before))
         return values if value(values, "cdcwatch_reconcile_last_pass_timestamp_seconds", target="budget") else None
@@ -344,9 +346,7 @@ def test_budget_held_on_the_source_by_its_own_statistics_and_a_down_side_is_up_0
 
     read = wait_for(unchanged_for_a_while, 30, "the statistics flushed")
     scans = index_reads(postgres, "rc_budget")[1] - scans_before
-    first = next(t for t, n in samples if n > 0)
-    last = samples[-1][0]
     assert read >= 2 * rows, f"only {read} index reads: the pass did not read the table"
-    rate = read / (last - first)
-    assert rate <= budget * 1.15, f"{rate:.0f} rows/s read on the source, budget {budget}"
+    rate = read / (samples[-1][0] - samples[0][0])  # from the first scrape to the scrape that saw the pass end
+    assert rate <= budget * 1.1, f"{rate:.0f} rows/s read on the source, budget {budget}"
     assert scans == 0, f"{scans} sequential scans of the source table"
