@@ -193,3 +193,19 @@ def test_the_key_must_be_an_integer_or_text_column() -> None:
     r = reconciler(NoKey({}), MemorySide({}), Clock())
     with pytest.raises(RuntimeError, match="no single-column primary key: set `key`"):
         r.prepare()
+
+
+@pytest.mark.parametrize(("side", "problem"), [
+    ("{engine: mysql, user: u, format: apply}",
+     "format apply needs engine postgres (the reference apply job writes PostgreSQL)"),
+    ("{engine: postgres, user: u, table: customers}", "table: give `schema.table` (postgres) or `database.table` (mysql)"),
+    ("{engine: postgres, user: u, format: apply, table: public.t}",
+     "format apply reads <apply_schema>.rows: give table_id, not table"),
+])
+def test_a_bad_side_is_named_with_what_to_do(side: str, problem: str) -> None:
+    from cdcwatch.config import ConfigError, parse_config
+
+    text = f"reconcile:\n  - name: p\n    source: {{engine: postgres, user: u, table: public.t}}\n    target: {side}\n"
+    with pytest.raises(ConfigError) as error:
+        parse_config(text, env={})
+    assert error.value.problems == [f"reconcile[0].target: {problem}"]
