@@ -83,6 +83,7 @@ class ReconcileCollector:
                                      target or make_side("target", config.target, config.source), self._stop.wait)
         if freshness is not None:
             self.reconciler.applied_through = freshness.applied_through
+        self.reconciler.both_answered = self._answered
         self.error: str | None = None
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -99,7 +100,6 @@ class ReconcileCollector:
             try:
                 if not self.reconciler.prepared:
                     self.reconciler.prepare()
-                self.error = None
                 self.reconciler.run_pass()
                 self._idle(self.config.pass_interval_seconds)
             except Stopped:
@@ -111,6 +111,12 @@ class ReconcileCollector:
                 log.exception("%s: the comparison failed", self.target)
                 self._failed(f"{type(exc).__name__}: {exc}")
                 self._stop.wait(retry)
+
+    def _answered(self) -> None:
+        """Both sides answered: up again (a side that failed is up only once a read of both has succeeded)."""
+        if self.error is not None:
+            log.info("%s: both sides answer again", self.target)
+            self.error = None
 
     def _failed(self, message: str) -> None:
         if self.error != message:

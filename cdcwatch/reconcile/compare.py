@@ -127,6 +127,8 @@ class Reconciler:
         self.budgets = {"source": Budget(config.source.rows_per_second, wait, clock),
                         "target": Budget(config.target.rows_per_second, wait, clock)}
         self.clock, self.wall = clock, wall
+        self.both_answered: Callable[[], None] = lambda: None
+        """Called whenever both sides have answered (a chunk compared, suspects re-read, a pass ended)."""
         self.applied_through = applied_through
         """Wall-clock time up to which the target holds every source change (None: unknown, so no re-check counts)."""
         self.suspects: dict[Key, Suspect] = {}
@@ -150,12 +152,16 @@ class Reconciler:
             self.budgets[side].spend(reader.rows_read - before)
 
     def _digests(self, keys: Sequence[Key]) -> tuple[Digest, Digest]:
-        return (self._read("source", lambda: self.sides["source"].digest(keys)),
+        both = (self._read("source", lambda: self.sides["source"].digest(keys)),
                 self._read("target", lambda: self.sides["target"].digest(keys)))
+        self.both_answered()
+        return both
 
     def _hashes(self, keys: Sequence[Key]) -> tuple[dict[Key, int], dict[Key, int]]:
-        return (self._read("source", lambda: self.sides["source"].row_hashes(keys)),
+        both = (self._read("source", lambda: self.sides["source"].row_hashes(keys)),
                 self._read("target", lambda: self.sides["target"].row_hashes(keys)))
+        self.both_answered()
+        return both
 
     # --- set-up -----------------------------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -208,6 +214,7 @@ class Reconciler:
                 if len(keys) < chunk:
                     break
         self.recheck_due()
+        self.both_answered()
         with self._lock:
             self.last_pass_end = self.wall()
             self.last_pass_seconds = self.clock() - started_clock
