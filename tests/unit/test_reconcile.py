@@ -209,3 +209,43 @@ def test_a_bad_side_is_named_with_what_to_do(side: str, problem: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_config(text, env={})
     assert error.value.problems == [f"reconcile[0].target: {problem}"]
+
+
+def test_a_failing_side_keeps_the_pair_down_until_both_answer() -> None:
+    """The collector's thread retries a failed pass; between the retries the pair stays down (no divergence figure),
+    and it is up again once both sides answer."""
+    import time as clock
+
+    from cdcwatch.reconcile.collector import ReconcileCollector
+    from cdcwatch.reconcile.side import SideError
+    from devstack.procs import wait_for
+
+    class Down(MemorySide):
+        down = True
+
+        def keys_after(self, after: Key | None, limit: int) -> list[Key]:
+            if self.down:
+                clock.sleep(0.05)  # a connection attempt takes a while to fail
+                raise SideError("target", "connection refused")
+            return super().keys_after(after, limit)
+
+        def digest(self, keys: Sequence[Key]) -> Digest:
+            if self.down:
+                clock.sleep(0.05)
+                raise SideError("target", "connection refused")
+            return super().digest(keys)
+
+    target = Down({1: 1})
+    collector = ReconcileCollector(config(settle_seconds=0.05, pass_interval_seconds=0.05), MemorySide({1: 1}), target)
+    try:
+        collector.start()
+        wait_for(lambda: collector.error, 5, "the side's failure")
+        for _ in range(50):  # several retries
+            with pytest.raises(RuntimeError, match="target: connection refused"):
+                collector.collect()
+            clock.sleep(0.01)
+        target.down = False
+        wait_for(lambda: collector.error is None, 5, "both sides answering")
+        assert collector.collect().summary.startswith("0 rows diverged")
+    finally:
+        collector.close()
