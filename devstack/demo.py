@@ -121,8 +121,9 @@ class _Traffic:
 
 
 def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int) -> str:
-    """The customers table compared with the apply job's target, re-checks gated on the job's measured freshness."""
-    side = "{{engine: postgres, port: {}, user: postgres, rows_per_second: 20000{}}}"
+    """The customers table compared with the apply job's target, re-checks gated on the job's measured freshness; a
+    budget far above a production default, so that a pass of the demo's table takes a couple of seconds."""
+    side = "{{engine: postgres, port: {}, user: postgres, rows_per_second: 50000{}}}"
     return (f"reconcile:\n  - name: {RECONCILE_PAIR}\n"
             f"    source: {side.format(source_port, ', table: public.customers')}\n"
             f"    target: {side.format(target_port, ', format: apply')}\n"
