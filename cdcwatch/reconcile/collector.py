@@ -157,6 +157,8 @@ class ReconcileCollector:
             add("cdcwatch_reconcile_last_pass_timestamp_seconds", state.last_pass_end)
             add("cdcwatch_reconcile_pass_duration_seconds", state.last_pass_seconds)
         diverged = sum(state.diverged.values())
+        if state.chunks_checked == 0 and state.last_pass_end is None:
+            return Collection(builder.families(), "comparison started: no chunk compared yet")
         return Collection(builder.families(), f"{diverged} rows diverged, {state.suspects} suspect, "
                                               f"{state.chunks_checked} chunks checked")
 
