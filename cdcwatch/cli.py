@@ -44,11 +44,11 @@ it sees as Prometheus metrics.
   cdcwatch apply --bootstrap-servers B --subscribe-pattern P --target DSN --checkpoint DIR
                                          the reference Spark apply job, listener attached
   cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
-  cdcwatch mixin generate                write alerts/, alertmanager/, dashboards/, kubernetes/ and the
-                                         README's references (what the repository commits)
+  cdcwatch mixin generate                write alerts/, alertmanager/, dashboards/, the Helm chart's files/
+                                         and the references in docs/ (what the repository commits)
   cdcwatch dashboards preview            render the dashboards' panels from a Prometheus
 
-The config file is YAML; see the README's configuration reference.
+The config file is YAML; see the configuration reference in the documentation (docs/).
 """
 
 
@@ -118,11 +118,11 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
 
     mixin = commands.add_parser("mixin", help="write every generated file: rules, their tests, inhibitions, dashboards, "
-                                "Kubernetes objects, the README's references")
+                                "the Helm chart's rules and dashboards, the references in docs/")
     mixin.add_argument("action", choices=["generate"])
     mixin.add_argument("--config", help="mixin config (YAML)")
-    mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/, dashboards/ and kubernetes/ "
-                       "under; its README.md's references are rewritten when it has them")
+    mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/, dashboards/ and charts/cdcwatch/files/ "
+                       "under; the references in its docs/ pages are rewritten where they have them")
 
     return parser
 

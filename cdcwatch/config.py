@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 DEFAULT_PORT = 10121
-"""Default port of `/metrics`; see README "Port" for why this number."""
+"""Default port of `/metrics`; see docs/install.md "Port" for why this number."""
 
 WATCH_INTERVAL_SECONDS = 2.0
 """How often `serve` checks its config file for changes (`--config-watch-interval`)."""

@@ -1,6 +1,6 @@
 """Generated Markdown references: metrics from their specs, configuration from the models.
 
-The README embeds both between markers (`<!-- metrics-reference:start -->` ... `<!-- metrics-reference:end -->`);
+The documentation embeds both between markers (`<!-- metrics-reference:start -->` ... `<!-- metrics-reference:end -->`);
 `cdcwatch mixin generate` rewrites them (`with_references`), and a test fails on any drift.
 """
 

@@ -1,6 +1,6 @@
-"""`cdcwatch serve` once its flags are read: the HTTP(S) endpoint (`/metrics`, a landing page at `/`, 404
-elsewhere; TLS and basic auth per web config) and what acts on it while it runs: SIGHUP and the config file
-watcher reload the configuration, SIGTERM and SIGINT stop serving."""
+"""`cdcwatch serve` once its flags are read: the HTTP(S) endpoint (`/metrics`, a landing page at `/`, the health
+endpoints `/-/healthy` and `/-/ready`, 404 elsewhere; TLS and basic auth per web config) and what acts on it
+while it runs: SIGHUP and the config file watcher reload the configuration, SIGTERM and SIGINT stop serving."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import gc
 import logging
 import signal
 import socket
+import socketserver
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType
 from typing import Any
-from wsgiref.simple_server import ServerHandler, WSGIServer, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
@@ -25,7 +25,7 @@ from cdcwatch.exposition import metrics_app
 from cdcwatch.reload import ConfigReloader
 from cdcwatch.web import WebConfig, load_web_config, require_basic_auth, server_ssl_context
 
-__all__ = ["ListenError", "Service", "build_app", "make_http_server", "serve"]
+__all__ = ["HEALTHY_PATH", "READY_PATH", "ListenError", "Service", "build_app", "make_http_server", "serve"]
 
 log = logging.getLogger("cdcwatch")
 
@@ -37,8 +37,23 @@ _LANDING = f"""<!doctype html>
 """.encode()
 
 
-def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
-    """A WSGI app serving the exporter's metrics."""
+HEALTHY_PATH = "/-/healthy"
+"""200 while the process serves HTTP: a liveness probe. Touches no target (a scrape of /metrics asks every one)."""
+READY_PATH = "/-/ready"
+"""200 while a configuration is loaded and the endpoint answers scrapes, 503 once it is shutting down: a readiness
+probe. Never depends on the targets: an exporter whose targets are down must still be scraped (`cdcwatch_up 0`)."""
+HEALTH_PATHS = frozenset({HEALTHY_PATH, READY_PATH})
+"""Exempt from basic auth (not from TLS): they say nothing but the status, and a Kubernetes probe cannot send a
+password without writing it into the pod spec."""
+
+
+def _text(start_response: Callable[..., Any], status: str, text: str) -> list[bytes]:
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
+    return [text.encode()]
+
+
+def build_app(exporter: Exporter, ready: Callable[[], bool] = lambda: True) -> Callable[..., Iterable[bytes]]:
+    """A WSGI app serving the exporter's metrics and the health endpoints; `ready()` is false while shutting down."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(exporter)
     metrics = metrics_app(registry)
@@ -48,6 +63,12 @@ def build_app(exporter: Exporter) -> Callable[..., Iterable[bytes]]:
         if path == "/metrics":
             body: Iterable[bytes] = metrics(environ, start_response)
             return body
+        if path == HEALTHY_PATH:
+            return _text(start_response, "200 OK", "cdcwatch is healthy.\n")
+        if path == READY_PATH:
+            if ready():
+                return _text(start_response, "200 OK", "cdcwatch is ready.\n")
+            return _text(start_response, "503 Service Unavailable", "cdcwatch is shutting down.\n")
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
             return [_LANDING]
@@ -61,8 +82,10 @@ CLIENT_TIMEOUT_SECONDS = 30.0
 """How long one read or write to a client may wait: a client that stalls longer is disconnected."""
 
 
-class _ConnectionsClosingServer(ThreadingWSGIServer):
+class _ConnectionsClosingServer(socketserver.ThreadingMixIn, WSGIServer):
     """A thread per connection, and `server_close()` closes the connections kept open between requests too."""
+
+    daemon_threads = True  # threads not joined at close: ThreadingMixIn would otherwise keep every one in a list
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.connections: set[socket.socket] = set()
@@ -116,7 +139,7 @@ class _Http11ServerHandler(ServerHandler):
         self.complete = True
 
 
-class _KeepAliveHandler(_SilentHandler):
+class _KeepAliveHandler(WSGIRequestHandler):
     """wsgiref's request handler, which answers one request per connection, made to answer one after another on
     the same connection (HTTP/1.1 keep-alive, as Prometheus scrapes): a scrape then costs no new connection,
     thread or TLS handshake. The connection is closed, and the answer says so, when the client asks for it
@@ -127,6 +150,9 @@ class _KeepAliveHandler(_SilentHandler):
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are separate writes: the body must not wait for an ACK
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No access log: a scrape every few seconds would be most of the log."""
 
     def handle(self) -> None:
         self._answer()
@@ -164,8 +190,10 @@ class _KeepAliveHandler(_SilentHandler):
 
 
 def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig | None = None,
-                     web_dir: Path | None = None, client_timeout: float = CLIENT_TIMEOUT_SECONDS) -> WSGIServer:
-    """A threaded HTTP server bound to address:port (IPv4 or IPv6); HTTPS and basic auth per `web`.
+                     web_dir: Path | None = None, client_timeout: float = CLIENT_TIMEOUT_SECONDS,
+                     ready: Callable[[], bool] = lambda: True) -> WSGIServer:
+    """A threaded HTTP server bound to address:port (IPv4 or IPv6); HTTPS and basic auth per `web` (the health
+    endpoints answer without basic auth, over the same TLS).
 
     Every connection has its own thread, and the TLS handshake happens there too (not in the accepting
     thread), so a client that stalls, in the handshake, the request or reading the answer, holds up only
@@ -179,14 +207,23 @@ def make_http_server(address: str, port: int, exporter: Exporter, web: WebConfig
     class Handler(_KeepAliveHandler):
         timeout = client_timeout
 
-    app = build_app(exporter)
+    app = build_app(exporter, ready)
     if web is not None and web.basic_auth_users:
-        app = require_basic_auth(app, web.basic_auth_users)
+        app = _health_exempt(app, require_basic_auth(app, web.basic_auth_users))
     server = make_server(str(sockaddr[0]), port, app, Server, handler_class=Handler)
     if web is not None and web.tls_server_config is not None:
         context = server_ssl_context(web.tls_server_config, web_dir or Path("."))
         server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     return server
+
+
+def _health_exempt(app: Callable[..., Iterable[bytes]], guarded: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """`guarded` (behind basic auth), but `app` itself for the health endpoints."""
+
+    def dispatch(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        return (app if environ.get("PATH_INFO") in HEALTH_PATHS else guarded)(environ, start_response)
+
+    return dispatch
 
 
 class ListenError(Exception):
@@ -210,15 +247,16 @@ class Service:
         self.config_path = Path(config_path)
         self.watch_interval = watch_interval
         self.exporter = Exporter.from_config(config)
+        self.stopping = threading.Event()
         try:
             self.server = make_http_server(address, port, self.exporter, web,
-                                           Path(web_config_file).parent if web_config_file else None)
+                                           Path(web_config_file).parent if web_config_file else None,
+                                           ready=lambda: not self.stopping.is_set())
         except OSError as exc:
             self.exporter.close()
             raise ListenError(f"cannot listen on {address}:{port}: {exc.strerror}") from None
         self.address = address
         self.reloader = ConfigReloader(config_path, self.exporter, config)
-        self.stopping = threading.Event()
 
     @property
     def port(self) -> int:

@@ -300,7 +300,7 @@ class _Serve:
         return self.server.process
 
     def start(self) -> None:
-        # two malloc arenas, as the README recommends: the collections' threads otherwise multiply glibc's arenas
+        # two malloc arenas, as docs/install.md recommends: the collections' threads otherwise multiply glibc's arenas
         env = {"MALLOC_ARENA_MAX": "2", **os.environ}
         self.server.start([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(self.config)],
                           lambda: port_open(self.port), 60, env=env)

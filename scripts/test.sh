@@ -9,6 +9,6 @@ scripts/setup.sh
 scripts/lint.sh
 scripts/check-no-extras.sh
 if [ $# -eq 0 ]; then
-  exec .venv/bin/python -m pytest -m "integration or spark or preview"
+  exec .venv/bin/python -m pytest -m "integration or spark or preview or chart"
 fi
 exec .venv/bin/python -m pytest "$@"

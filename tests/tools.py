@@ -1,5 +1,5 @@
 """External tools the unit tests run: promtool and amtool from Debian (scripts/setup.sh), pint and
-dashboard-linter from scripts/lint-tools.sh. A missing tool fails the test that needs it, never skips it."""
+dashboard-linter and helm from scripts/lint-tools.sh. A missing tool fails the test that needs it, never skips it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ GO_BIN = ROOT / ".cdcwatch" / "go" / "bin"
 _INSTALLERS = {"promtool": "scripts/setup.sh (Debian package prometheus)",
                "amtool": "scripts/setup.sh (Debian package prometheus-alertmanager)",
                "prometheus-alertmanager": "scripts/setup.sh (Debian package prometheus-alertmanager)",
-               "pint": "scripts/lint-tools.sh", "dashboard-linter": "scripts/lint-tools.sh"}
+               "pint": "scripts/lint-tools.sh", "dashboard-linter": "scripts/lint-tools.sh", "helm": "scripts/lint-tools.sh"}
 
 
 def tool(name: str) -> str:

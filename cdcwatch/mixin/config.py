@@ -101,16 +101,11 @@ class Durations(_Strict):
 
 
 class KubernetesOutput(_Strict):
-    """Metadata of the generated PrometheusRule and dashboard ConfigMaps, and where Grafana's file
-    provisioning finds the dashboards."""
+    """Where Grafana's file provisioning finds the dashboards. (The PrometheusRule and dashboard ConfigMaps, their
+    namespace and labels, are the Helm chart's: charts/cdcwatch/values.yaml.)"""
 
-    namespace: str = "monitoring"
-    rule_labels: dict[str, str] = Field(default_factory=lambda: {"role": "alert-rules"})
-    """Labels the Prometheus operator's ruleSelector picks the PrometheusRule by."""
-    dashboard_label: str = "grafana_dashboard"
-    """Label Grafana's dashboard sidecar looks for on ConfigMaps."""
     dashboard_folder: str = "cdcwatch"
-    """Grafana folder of the dashboards (ConfigMap annotation `grafana_folder`, provisioning provider)."""
+    """Grafana folder of the dashboards (provisioning provider)."""
     dashboards_path: str = "/var/lib/grafana/dashboards/cdcwatch"
     """Directory the file provisioning provider reads the dashboards' JSON from."""
 

@@ -21,6 +21,7 @@ binlogs are listed without rotation and expiry times (said once in the log).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import struct
@@ -29,6 +30,7 @@ from typing import Any
 
 from cdcwatch.config import MysqlSourceConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.mysql.replication import binlog_dump_events
 
 __all__ = ["BINLOG_METRICS", "TABLES_QUERY", "VARIABLES_QUERY", "BinlogCollector", "expire_seconds", "file_number"]
 
@@ -54,8 +56,6 @@ _FRESH_STATISTICS = "SET SESSION information_schema_stats_expiry = 0"
 """MySQL 8 answers information_schema.tables from a cache up to a day old (information_schema_stats_expiry); this
 session reads the storage engine's current statistics instead. MariaDB has no such cache (and no such variable)."""
 
-_COM_BINLOG_DUMP = 0x12
-_BINLOG_DUMP_NON_BLOCK = 1
 _FORMAT_DESCRIPTION_EVENT = 15
 _CHECKSUM = ("SET @master_binlog_checksum = @@global.binlog_checksum, @source_binlog_checksum = @@global.binlog_checksum,"
              " @mariadb_slave_capability = 4")
@@ -227,14 +227,11 @@ class BinlogCollector:
         try:
             with connection.cursor() as cursor:
                 cursor.execute(_CHECKSUM)
-            # position 4 (after the magic number), non-blocking, server id 0: a client, not a replica
-            payload = struct.pack("<IHI", 4, _BINLOG_DUMP_NON_BLOCK, 0) + name.encode()
-            connection._execute_command(_COM_BINLOG_DUMP, payload)
-            for _ in range(4):  # a rotate event the server makes up, then the file's own first event
-                packet = connection._read_packet().get_all_data()
-                if packet[:1] != b"\x00" or len(packet) < 20:
-                    return None  # end of the stream
-                when, kind = struct.unpack_from("<IB", packet, 1)
+            events = binlog_dump_events(connection, name)
+            for event in itertools.islice(events, 4):  # a rotate event the server makes up, then the file's first
+                if len(event) < 19:
+                    return None
+                when, kind = struct.unpack_from("<IB", event)
                 if kind == _FORMAT_DESCRIPTION_EVENT:
                     self.dump_denied = False
                     return float(when)

@@ -5,7 +5,7 @@ each under steady traffic. After each: the expected alert fired and resolved, th
 row for row, every scrape of cdcwatch was answered within its deadline (a cut broker must not hang one),
 and the duplicates the listener counted equal the re-deliveries counted from the topic itself (or are at
 least as many where a restarted driver re-ran a batch).
-The long form (every component crashed and paused) is `bench/chaos.py`; its table is in the README."""
+The long form (every component crashed and paused) is `bench/chaos.py`; its table is in docs/benchmarks.md."""
 
 from __future__ import annotations
 

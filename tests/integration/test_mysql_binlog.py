@@ -187,3 +187,16 @@ def test_binlog_runway_of_a_stopped_connector(mariadb, stack_dir, serve_factory)
         if prometheus is not None:
             prometheus.stop()
         mariadb.root_sql("SET GLOBAL binlog_expire_logs_seconds = 0")
+
+
+def test_pymysql_has_the_calls_the_binlog_dump_makes() -> None:
+    """cdcwatch.mysql.replication sends COM_BINLOG_DUMP through two of PyMySQL's private methods: a PyMySQL that
+    renamed or changed them fails here, by name, before any binlog start time goes missing."""
+    import inspect
+
+    import pymysql
+
+    connection = pymysql.connections.Connection
+    assert list(inspect.signature(connection._execute_command).parameters) == ["self", "command", "sql"]
+    assert list(inspect.signature(connection._read_packet).parameters)[:1] == ["self"]
+    assert hasattr(pymysql.connections.MysqlPacket, "get_all_data")

@@ -252,7 +252,7 @@ def _reference_rows() -> dict[str, tuple[str, str, str]]:
 
 @pytest.mark.parametrize("collector", ["debezium", "connect_jmx"])
 def test_the_reference_says_what_metrics_shows(collector: str) -> None:
-    """Type, extra labels and help of every family the collector exports, as the README reference documents them."""
+    """Type, extra labels and help of every family the collector exports, as the metrics reference (docs/) documents them."""
     families = _debezium_families() if collector == "debezium" else _connect_families()
     rows = _reference_rows()
     common = {"target", "env"}  # the target's and its static labels, and a Debezium bean's own:

@@ -16,6 +16,7 @@ from cdcwatch.mixin import RULES_FILE, RULES_TEST_FILE, MixinConfig, load_mixin_
 from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
 from cdcwatch.mixin.config import exact
 from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
+from cdcwatch.mixin.generate import reference_pages
 from cdcwatch.mixin.rules import expression, metrics_in, rule_groups
 from cdcwatch.mixin.templates import render_annotation
 from cdcwatch.reference import metric_types
@@ -42,16 +43,23 @@ def test_committed_files_are_what_the_generator_writes() -> None:
 
 
 def test_mixin_generate_is_the_one_generator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`cdcwatch mixin generate` writes every rendered file and rewrites the README's references (the two stale
-    here); `dashboards` only previews, so no other command writes any of these files."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    stale = re.sub(r"(<!-- (\w+-reference):start -->\n).*?(<!-- \2:end -->)", r"\1stale\n\3", readme, flags=re.S)
-    assert stale.count("stale\n") == 2
-    (tmp_path / "README.md").write_text(stale, encoding="utf-8")
+    """`cdcwatch mixin generate` writes every rendered file and rewrites the references in the documentation's
+    pages (the two stale here); `dashboards` only previews, so no other command writes any of these files."""
+    pages = reference_pages(ROOT)
+    assert pages, "no page under docs/ holds a generated reference"
+    for page in pages:
+        stale = re.sub(r"(<!-- (\w+-reference):start -->\n).*?(<!-- \2:end -->)", r"\1stale\n\3",
+                       page.read_text(encoding="utf-8"), flags=re.S)
+        copy = tmp_path / page.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(stale, encoding="utf-8")
+    assert sum((tmp_path / p.relative_to(ROOT)).read_text(encoding="utf-8").count("stale\n") for p in pages) == 2
     assert main(["mixin", "generate", "--out", str(tmp_path)]) == 0
     written = capsys.readouterr().out.split()
-    assert sorted(written) == sorted(str(tmp_path / name) for name in [*render_files(MixinConfig()), "README.md"])
-    assert (tmp_path / "README.md").read_text(encoding="utf-8") == readme
+    assert sorted(written) == sorted([*(str(tmp_path / name) for name in render_files(MixinConfig())),
+                                      *(str(tmp_path / p.relative_to(ROOT)) for p in pages)])
+    for page in pages:
+        assert (tmp_path / page.relative_to(ROOT)).read_text(encoding="utf-8") == page.read_text(encoding="utf-8")
     with pytest.raises(SystemExit):
         _parser().parse_args(["dashboards", "generate"])
 

@@ -1,10 +1,10 @@
-"""The README's config and metrics references are generated from the code and may not drift."""
+"""The documentation's config and metrics references are generated from the code and may not drift."""
 
-from pathlib import Path
+import pytest
 
+from cdcwatch.mixin.generate import reference_pages
 from cdcwatch.reference import config_reference, metrics_reference
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.tools import ROOT
 
 
 def section(text, name):
@@ -12,11 +12,10 @@ def section(text, name):
     return text[start: text.index(f"<!-- {name}:end -->")]
 
 
-def test_readme_metrics_reference_is_current():
-    assert section(README.read_text(), "metrics-reference") == metrics_reference(), \
-        "README metrics reference is stale: run `cdcwatch mixin generate`"
-
-
-def test_readme_config_reference_is_current():
-    assert section(README.read_text(), "config-reference") == config_reference(), \
-        "README config reference is stale: run `cdcwatch mixin generate`"
+@pytest.mark.parametrize(("name", "generate"), [("metrics-reference", metrics_reference), ("config-reference", config_reference)])
+def test_docs_reference_is_current(name, generate):
+    pages = [page for page in reference_pages(ROOT) if f"<!-- {name}:start -->" in page.read_text()]
+    assert pages, f"no page under docs/ holds the {name}"
+    for page in pages:
+        assert section(page.read_text(), name) == generate(), \
+            f"{page.relative_to(ROOT)}: {name} is stale: run `cdcwatch mixin generate`"
