@@ -150,7 +150,8 @@ def source_server_version(root: Path) -> str:
     from devstack.postgres import _bin_dir
 
     done = subprocess.run([str(_bin_dir() / "postgres"), "--version"], capture_output=True, text=True)
-    return done.stdout.strip().rsplit(" ", 1)[-1] if done.returncode == 0 else "?"
+    words = done.stdout.split()  # postgres (PostgreSQL) 15.18 (Debian ...)
+    return words[2] if done.returncode == 0 and len(words) > 2 else "?"
 
 
 if __name__ == "__main__":
