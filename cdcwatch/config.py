@@ -39,6 +39,8 @@ __all__ = [
     "MysqlSourceConfig",
     "NameFilter",
     "PostgresSourceConfig",
+    "ReconcileConfig",
+    "ReconcileSideConfig",
     "StatusSettings",
     "TargetConfig",
     "load_config",
@@ -57,7 +59,7 @@ RESERVED_LABELS = frozenset(
     {"target", "collector", "plugin", "server", "context", "task", "database", "table",
      "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
      "group", "topic", "partition", "method", "slot", "slot_type", "wal_status", "connector", "worker_id",
-     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part", "file"}
+     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part", "file", "kind", "side"}
 )
 """Label names cdcwatch sets itself; static target labels may not reuse them."""
 
@@ -342,6 +344,98 @@ class MysqlSourceConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
+class ReconcileSideConfig(_Strict):
+    """One side of a reconciled table pair: a PostgreSQL or MySQL/MariaDB table, or the reference apply job's
+    target (`format: apply`), read with read-only statements under a row budget."""
+
+    engine: Literal["postgres", "mysql"] = Field(description="`postgres` (PostgreSQL) or `mysql` (MySQL, MariaDB).")
+    host: str = Field("127.0.0.1", description="Server host name or address (postgres: also a socket directory).")
+    port: int | None = Field(None, ge=1, le=65535, description="Server port (default 5432 for postgres, 3306 for mysql).")
+    dbname: str = Field("postgres", description="postgres: the database to connect to.")
+    user: str = Field(description="A user that may SELECT the table (nothing else is needed).")
+    password: SecretStr | None = Field(None, description="Its password; use ${VAR}.")
+    sslmode: Literal["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] = Field(
+        "prefer", description="postgres: libpq sslmode; `verify-full` checks the certificate against `sslrootcert` and `host`.")
+    sslrootcert: str | None = Field(None, description="postgres: PEM file of the CA(s) the server certificate is checked against.")
+    sslcert: str | None = Field(None, description="postgres: client certificate (PEM) for certificate authentication.")
+    sslkey: str | None = Field(None, description="postgres: its private key, unencrypted, mode 0600.")
+    ssl_ca: str | None = Field(None, description="mysql: CA bundle: connect with TLS and verify the server against it.")
+    table: str | None = Field(None, description=(
+        "The table: `schema.table` (postgres) or `database.table` (mysql); not with `format: apply`."))
+    format: Literal["table", "apply"] = Field("table", description=(
+        "`table`: a plain table with the same key. `apply` (postgres target only): the rows the reference apply job "
+        "writes (`<apply_schema>.rows`, one JSON row image per key)."))
+    apply_schema: str = Field("cdcwatch_apply", description="`format: apply`: the apply job's schema (its `target_schema`).")
+    table_id: str | None = Field(None, description=(
+        "`format: apply`: the table's `table_id` there; default: the source's `dbname.schema.table` (postgres) or "
+        "`database.table` (mysql), as the Debezium event names it."))
+    rows_per_second: float = Field(1000, gt=0, description=(
+        "Budget: rows this side may read per second, averaged over each chunk (low enough for a production primary)."))
+    statement_timeout_seconds: float = Field(10, gt=0, le=600, description="Statement timeout of every query on this side.")
+
+    _host = field_validator("host")(lambda value: value if value.startswith("/") else _check_host(value))
+
+    @model_validator(mode="after")
+    def _shape(self) -> ReconcileSideConfig:
+        if self.format == "apply":
+            if self.engine != "postgres":
+                raise ValueError("format apply needs engine postgres (the reference apply job writes PostgreSQL)")
+            if self.table is not None:
+                raise ValueError("format apply reads <apply_schema>.rows: give table_id, not table")
+        elif self.table is None or self.table.count(".") != 1:
+            raise ValueError("table: give `schema.table` (postgres) or `database.table` (mysql)")
+        if (self.sslcert is None) != (self.sslkey is None):
+            raise ValueError("sslcert and sslkey go together")
+        return self
+
+
+class ReconcileConfig(_Strict):
+    """A source table and its copy in the target, compared continuously in key-ordered chunks."""
+
+    name: str = Field(description="Unique name of the table pair; the `target` label of its series.")
+    source: ReconcileSideConfig = Field(description="The table the CDC pipeline reads.")
+    target: ReconcileSideConfig = Field(description="Where the pipeline writes it.")
+    key: str | None = Field(None, description=(
+        "The key column (integer or text); default: the source's single-column primary key."))
+    exclude_columns: list[str] = Field(default_factory=list, description=(
+        "Columns left out of the comparison (e.g. ones only one side has, or whose types do not compare)."))
+    chunk_rows: int = Field(1000, ge=10, le=100000, description="Keys per chunk.")
+    settle_seconds: float = Field(60, gt=0, description=(
+        "How long a differing row is left to settle before each re-check: longer than the pipeline's end-to-end lag "
+        "in normal operation."))
+    confirm_rechecks: int = Field(2, ge=1, le=100, description=(
+        "Re-checks a row must still differ in, unchanged at the source, before it counts as diverged."))
+    freshness_url: str | None = Field(None, description=(
+        "A /metrics URL serving the pipeline's measured freshness (the apply job's listener, e.g. "
+        "`http://driver:4041/metrics`): a re-check then counts only once the target is known to hold every change "
+        "committed before the previous check, however far behind the pipeline is."))
+    freshness_metric: str = Field("cdcwatch_spark_freshness_seconds", description=(
+        "The freshness metric there (seconds; the largest matching series is used)."))
+    freshness_labels: dict[str, str] = Field(default_factory=dict, description=(
+        "Labels the freshness series must carry (e.g. `server: <topic.prefix>`)."))
+    pass_interval_seconds: float = Field(60, ge=0, description="Pause between the end of a pass and the next.")
+    max_logged_keys: int = Field(20, ge=1, le=10000, description="Keys of confirmed divergences logged per pass.")
+    max_suspects: int = Field(100000, ge=1, description=(
+        "Differing rows tracked at once; beyond it the rest are found again by later passes (said in the log)."))
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this pair.")
+
+    _name = field_validator("name")(_check_name)
+    _labels = field_validator("labels")(_check_labels)
+
+    @field_validator("freshness_url")
+    @classmethod
+    def _freshness_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _sides(self) -> ReconcileConfig:
+        if self.source.format == "apply":
+            raise ValueError("source: format apply is a target format")
+        return self
+
+
 class Limits(_Strict):
     """Bounds on what one scrape may cost."""
 
@@ -364,15 +458,19 @@ class Config(_Strict):
         "PostgreSQL / YugabyteDB sources whose replication slots are watched."))
     mysql: list[MysqlSourceConfig] = Field(default_factory=list, description=(
         "MySQL / MariaDB sources whose binary logs are watched."))
+    reconcile: list[ReconcileConfig] = Field(default_factory=list, description=(
+        "Table pairs (source, target) compared continuously: does the target hold what the source holds?"))
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        if not (self.targets or self.kafka or self.connect or self.postgres or self.mysql):
-            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect, postgres or mysql")
+        if not (self.targets or self.kafka or self.connect or self.postgres or self.mysql or self.reconcile):
+            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect, postgres, mysql or "
+                             "reconcile")
         for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka]),
                             ("connect worker", [c.name for c in self.connect]),
                             ("postgres source", [p.name for p in self.postgres]),
-                            ("mysql source", [m.name for m in self.mysql])):
+                            ("mysql source", [m.name for m in self.mysql]),
+                            ("reconcile pair", [r.name for r in self.reconcile])):
             seen: set[str] = set()
             for name in names:
                 if name in seen:

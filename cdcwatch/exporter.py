@@ -28,6 +28,7 @@ from cdcwatch.jmx import make_client
 from cdcwatch.kafka import KafkaCollector
 from cdcwatch.mysql import BinlogCollector
 from cdcwatch.postgres import ReplicationSlotCollector
+from cdcwatch.reconcile import ReconcileCollector
 
 __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
 
@@ -78,7 +79,8 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured JMX target, Kafka cluster, Connect worker, PostgreSQL and MySQL source."""
+    """One collector per configured JMX target, Kafka cluster, Connect worker, PostgreSQL and MySQL source, reconciled
+    table pair."""
     scheduled: list[ScheduledCollector] = []
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
@@ -100,6 +102,8 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
     if config.mysql:
         scheduled += [ScheduledCollector(BinlogCollector(m), m.timeout_seconds) for m in config.mysql]
+    if config.reconcile:  # a scrape reads the pair's state: its deadline is short, whatever its passes take
+        scheduled += [ScheduledCollector(ReconcileCollector(r), 2.0) for r in config.reconcile]
     return scheduled
 
 

@@ -22,6 +22,7 @@ from cdcwatch.families import MetricSpec
 from cdcwatch.kafka.collector import KAFKA_METRICS
 from cdcwatch.mysql.binlog import BINLOG_METRICS
 from cdcwatch.postgres.slots import SLOT_METRICS
+from cdcwatch.reconcile.collector import RECONCILE_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.metrics import SPARK_METRICS
 
@@ -64,6 +65,10 @@ def metrics_reference() -> str:
               "source's `server` setting.", "",
               "| metric | type | extra labels | help |", "|---|---|---|---|"]
     lines += [_row(spec) for spec in BINLOG_METRICS.values()]
+    lines += ["", "### Reconciliation (source-to-target table pairs)", "",
+              "Every series carries the label target (the pair's name) and the pair's static labels.", "",
+              "| metric | type | extra labels | help |", "|---|---|---|---|"]
+    lines += [_row(spec) for spec in RECONCILE_METRICS.values()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
               f"Served by the listener's own /metrics (default port {DEFAULT_METRICS_PORT}, every interface), not by `cdcwatch serve`.", "",
               "| metric | type | labels | help |", "|---|---|---|---|"]

@@ -33,6 +33,9 @@ from devstack.demo_settings import (
     DEMO_MIXIN,
     PUBLICATION,
     QUERY,
+    RECONCILE_CONFIRM_RECHECKS,
+    RECONCILE_PAIR,
+    RECONCILE_SETTLE_SECONDS,
     SCRAPE_INTERVAL,
     SERVER,
     SIGNAL_TABLE,
@@ -115,6 +118,19 @@ class _Traffic:
         with self.lock:
             first, self.next_id = self.next_id, self.next_id + rows
         self.pg.sql(f"INSERT INTO customers SELECT g, 'burst ' || g, now() FROM generate_series({first}, {first + rows - 1}) g")
+
+
+def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int) -> str:
+    """The customers table compared with the apply job's target, re-checks gated on the job's measured freshness; a
+    budget far above a production default, so that a pass of the demo's table takes a couple of seconds."""
+    side = "{{engine: postgres, port: {}, user: postgres, rows_per_second: 50000{}}}"
+    return (f"reconcile:\n  - name: {RECONCILE_PAIR}\n"
+            f"    source: {side.format(source_port, ', table: public.customers')}\n"
+            f"    target: {side.format(target_port, ', format: apply')}\n"
+            f"    settle_seconds: {RECONCILE_SETTLE_SECONDS}\n    confirm_rechecks: {RECONCILE_CONFIRM_RECHECKS}\n"
+            f"    pass_interval_seconds: 1\n"
+            f"    freshness_url: http://127.0.0.1:{spark_metrics_port}/metrics\n"
+            f"    freshness_labels: {{server: {SERVER}}}\n")
 
 
 class DemoStack:
@@ -204,7 +220,8 @@ class DemoStack:
             f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"
             f"    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
             f"postgres:\n  - name: source\n    timeout_seconds: 2\n    port: {self.source.port}\n"
-            f"    slot_servers: {{{SLOT}: {SERVER}}}\n    publication_servers: {{{PUBLICATION}: {SERVER}}}\n",
+            f"    slot_servers: {{{SLOT}: {SERVER}}}\n    publication_servers: {{{PUBLICATION}: {SERVER}}}\n"
+            + reconcile_config(self.source.port, self.target.port, self.apply.metrics_port),
             encoding="utf-8")
         self.serve = self._started("serve", _Serve(self.config_file, self.port, base / "cdcwatch.log"))
         self.serve.start()

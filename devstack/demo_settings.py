@@ -32,3 +32,8 @@ STATUS_WINDOW_SAMPLES = 5
 """cdcwatch's consumer-status window in the demo: a frozen consumer reads STOP after this many scrapes."""
 SCRAPE_INTERVAL = "3s"
 """Prometheus scrape and evaluation interval (and scrape timeout); every collector's deadline stays below it."""
+RECONCILE_PAIR = "customers"
+"""The demo's reconciled table pair (cdcwatch's `reconcile` collector on public.customers)."""
+RECONCILE_SETTLE_SECONDS = 4
+RECONCILE_CONFIRM_RECHECKS = 2
+"""A differing row counts as diverged after 2 re-checks 4 s apart (the demo's pipeline lags a few seconds)."""

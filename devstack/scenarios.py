@@ -502,9 +502,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS), states=(("apply", "backlogged"),)),
     Scenario("restart", "kill -9 the Kafka Connect worker between two offset flushes and start it again at once: the "
              "task restart is counted, the re-delivered changes are counted as duplicates and left out of the apply "
-             "lag, no lag or freshness page, and the pipeline flows again",
+             "lag, no lag, freshness or reconciliation page, and the pipeline flows again",
              None, {}, restart_connect_with_replay, lambda stack: None,
-             quiet=("CdcSparkApplyLagHigh", "CdcSparkFreshnessTooOld", "CdcPipelineStageSlow", "CdcPipelineStalled")),
+             quiet=("CdcSparkApplyLagHigh", "CdcSparkFreshnessTooOld", "CdcPipelineStageSlow", "CdcPipelineStalled",
+                    "CdcReconcileTargetDiverged")),
     Scenario("slot-runway", "pause the connector through Connect REST and write WAL at a steady 2 MiB/s: its slot "
              "holds more WAL than max_slot_wal_keep_size leaves, and at that rate the runway is below an hour; "
              "resume, the slot catches up",

@@ -132,6 +132,8 @@ class Stages(_Strict):
     """MySQL / MariaDB binary logs (`mysql` targets)."""
     spark: bool = True
     """The Spark listener in the apply job's driver (`spark_listeners`)."""
+    reconcile: bool = True
+    """Source-to-target reconciliation (`reconcile` table pairs)."""
 
     def enabled(self) -> frozenset[str]:
         return frozenset(name for name, on in self.model_dump().items() if on)

@@ -14,8 +14,8 @@ from functools import cache
 
 __all__ = ["STAGES", "metric_stage", "stages_of"]
 
-STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark")
-"""The fields of `MixinConfig.stages`, in pipeline order."""
+STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark", "reconcile")
+"""The fields of `MixinConfig.stages`, in pipeline order (reconciliation last: it checks the whole pipeline's result)."""
 
 _SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
 """Series of the monitor itself (Prometheus' `up`, the exporter's own limits): every deployment has them."""
@@ -30,6 +30,7 @@ def _table() -> dict[str, str]:
     from cdcwatch.kafka.collector import KAFKA_METRICS
     from cdcwatch.mysql.binlog import BINLOG_METRICS
     from cdcwatch.postgres.slots import SLOT_METRICS
+    from cdcwatch.reconcile import RECONCILE_METRICS
     from cdcwatch.spark.metrics import SPARK_METRICS
 
     table = {spec.name: "debezium" for spec in [*DEBEZIUM_BEAN_METRICS.values(), *DEBEZIUM_METRICS.values()]}
@@ -37,7 +38,7 @@ def _table() -> dict[str, str]:
               for spec in CONNECT_METRICS.values()}
     table |= {spec.name: "connect_jmx" for spec in CONNECT_JMX_METRICS.values()}
     for stage, specs in (("kafka", KAFKA_METRICS), ("postgres", SLOT_METRICS), ("mysql", BINLOG_METRICS),
-                         ("spark", SPARK_METRICS)):
+                         ("spark", SPARK_METRICS), ("reconcile", RECONCILE_METRICS)):
         table |= {spec.name: stage for spec in specs.values()}
     return table
 

@@ -12,11 +12,12 @@ from cdcwatch.mixin.dashboards.debezium import DEBEZIUM
 from cdcwatch.mixin.dashboards.kafka import KAFKA
 from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, deployed_rows, panel_queries
 from cdcwatch.mixin.dashboards.overview import OVERVIEW
+from cdcwatch.mixin.dashboards.reconcile import RECONCILE
 from cdcwatch.mixin.dashboards.spark import SPARK
 
 __all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "lint_exclusions", "panel_queries"]
 
-DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK)
+DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK, RECONCILE)
 
 
 def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:

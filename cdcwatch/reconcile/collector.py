@@ -1,0 +1,176 @@
+"""The `reconcile` collector: one background thread per table pair compares source and target continuously
+(`compare.Reconciler`); a scrape only reads the state it has reached, never waits for a pass.
+
+A side that fails (down, timed out, refused, misconfigured) makes the pair's `cdcwatch_up{collector="reconcile"}`
+0 with the side named in the error, and no divergence figures are exported until both sides answer again: a pass
+that could not read a side reports nothing rather than a wrong figure.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from cdcwatch.config import ReconcileConfig, ReconcileSideConfig
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.reconcile.compare import KINDS, Reconciler, Stopped
+from cdcwatch.reconcile.freshness import FreshnessReader
+from cdcwatch.reconcile.mysql_side import MysqlTableSide
+from cdcwatch.reconcile.postgres_side import ApplyRowsSide, PostgresTableSide
+from cdcwatch.reconcile.side import Side, SideError
+
+__all__ = ["RECONCILE_METRICS", "RETRY_SECONDS", "ReconcileCollector", "make_side"]
+
+log = logging.getLogger("cdcwatch.reconcile")
+
+RETRY_SECONDS = 10.0
+"""Pause before a failed pass is started again (never longer than the pair's settle time)."""
+
+RECONCILE_METRICS = metric_specs(
+    MetricSpec("cdcwatch_reconcile_rows_diverged", "gauge", (
+        "Rows whose target copy disagrees with the source, confirmed: still differing after confirm_rechecks "
+        "re-checks settle_seconds apart with neither side's row changed. kind: missing (in the target), extra (in "
+        "the target), different."), ("kind",)),
+    MetricSpec("cdcwatch_reconcile_rows_suspect", "gauge", (
+        "Rows found differing but not confirmed (yet): changes in flight, waiting for their re-checks.")),
+    MetricSpec("cdcwatch_reconcile_oldest_divergence_age_seconds", "gauge", (
+        "Age of the oldest confirmed divergence still unresolved (since it was first found differing); 0 without "
+        "one.")),
+    MetricSpec("cdcwatch_reconcile_chunks_checked_total", "counter", (
+        "Chunks (chunk_rows keys each) whose count and checksum were compared on both sides.")),
+    MetricSpec("cdcwatch_reconcile_rows_read_total", "counter", (
+        "Rows the comparison read on each side (keys walked, rows hashed): its cost, held to rows_per_second."),
+        ("side",)),
+    MetricSpec("cdcwatch_reconcile_rows_per_second_budget", "gauge", (
+        "The side's configured budget (rows_per_second)."), ("side",)),
+    MetricSpec("cdcwatch_reconcile_last_pass_timestamp_seconds", "gauge", (
+        "When the last full pass over both sides ended (absent before the first).")),
+    MetricSpec("cdcwatch_reconcile_pass_duration_seconds", "gauge", (
+        "How long the last full pass took: with settle_seconds × confirm_rechecks, how long a divergence can go "
+        "unreported.")),
+)
+
+
+def make_side(side: str, config: ReconcileSideConfig, source: ReconcileSideConfig) -> Side:
+    """The side module for a configured side."""
+    if config.format == "apply":
+        return ApplyRowsSide(side, config, config.table_id or _table_id(source))
+    if config.engine == "postgres":
+        return PostgresTableSide(side, config)
+    return MysqlTableSide(side, config)
+
+
+def _table_id(source: ReconcileSideConfig) -> str:
+    """The table as the Debezium event (and so the apply job) names it: database.schema.table on PostgreSQL,
+    database.table on MySQL."""
+    assert source.table is not None
+    return f"{source.dbname}.{source.table}" if source.engine == "postgres" else source.table
+
+
+class ReconcileCollector:
+    """Reports one table pair's comparison; the comparison runs on its own thread from the first scrape on."""
+
+    kind = "reconcile"
+
+    def __init__(self, config: ReconcileConfig, source: Side | None = None, target: Side | None = None) -> None:
+        self.config = config
+        self.target = config.name
+        self._stop = threading.Event()
+        freshness = (FreshnessReader(config.name, config.freshness_url, config.freshness_metric, config.freshness_labels)
+                     if config.freshness_url else None)
+        self.reconciler = Reconciler(config, source or make_side("source", config.source, config.source),
+                                     target or make_side("target", config.target, config.source), self._stop.wait)
+        if freshness is not None:
+            self.reconciler.applied_through = freshness.applied_through
+        self.reconciler.both_answered = self._answered
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"cdcwatch-reconcile-{self.target}", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        retry = min(RETRY_SECONDS, self.config.settle_seconds)
+        while not self._stop.is_set():
+            try:
+                if not self.reconciler.prepared:
+                    self.reconciler.prepare()
+                self.reconciler.run_pass()
+                self._idle(self.config.pass_interval_seconds)
+            except Stopped:
+                return
+            except SideError as exc:
+                self._failed(str(exc))
+                self._stop.wait(retry)
+            except Exception as exc:  # a bug must not end the thread silently
+                log.exception("%s: the comparison failed", self.target)
+                self._failed(f"{type(exc).__name__}: {exc}")
+                self._stop.wait(retry)
+
+    def _answered(self) -> None:
+        """Both sides answered: up again (a side that failed is up only once a read of both has succeeded)."""
+        if self.error is not None:
+            log.info("%s: both sides answer again", self.target)
+            self.error = None
+
+    def _failed(self, message: str) -> None:
+        if self.error != message:
+            log.warning("%s: %s", self.target, message)
+        self.error = message
+        for side in self.reconciler.sides.values():
+            side.close()
+
+    def _idle(self, seconds: float) -> None:
+        """The pause between passes, re-checking suspects as they fall due."""
+        until = time.monotonic() + seconds
+        while not self._stop.wait(min(1.0, max(until - time.monotonic(), 0.0))) and time.monotonic() < until:
+            self.reconciler.recheck_due()
+
+    def collect(self) -> Collection:
+        self.start()
+        if self.error is not None:
+            raise RuntimeError(self.error)
+        state = self.reconciler.state()
+        builder = FamilyBuilder()
+        common = {"target": self.target, **self.config.labels}
+
+        def add(metric: str, value: float, **labels: str) -> None:
+            builder.add_spec(RECONCILE_METRICS[metric], value, common, **labels)
+
+        for kind in KINDS:
+            add("cdcwatch_reconcile_rows_diverged", state.diverged[kind], kind=kind)
+        add("cdcwatch_reconcile_rows_suspect", state.suspects)
+        now = time.time()
+        add("cdcwatch_reconcile_oldest_divergence_age_seconds",
+            0.0 if state.oldest_divergence is None else max(now - state.oldest_divergence, 0.0))
+        add("cdcwatch_reconcile_chunks_checked_total", state.chunks_checked)
+        for side, rows in state.rows_read.items():
+            add("cdcwatch_reconcile_rows_read_total", rows, side=side)
+        for side, settings in (("source", self.config.source), ("target", self.config.target)):
+            add("cdcwatch_reconcile_rows_per_second_budget", settings.rows_per_second, side=side)
+        if state.last_pass_end is not None and state.last_pass_seconds is not None:
+            add("cdcwatch_reconcile_last_pass_timestamp_seconds", state.last_pass_end)
+            add("cdcwatch_reconcile_pass_duration_seconds", state.last_pass_seconds)
+        diverged = sum(state.diverged.values())
+        if state.chunks_checked == 0 and state.last_pass_end is None:
+            return Collection(builder.families(), "comparison started: no chunk compared yet")
+        return Collection(builder.families(), f"{diverged} rows diverged, {state.suspects} suspect, "
+                                              f"{state.chunks_checked} chunks checked")
+
+    def inherit(self, previous: ReconcileCollector) -> None:
+        """Carry on the counters of the collector this one replaces at a reload."""
+        state = previous.reconciler.state()
+        self.reconciler.chunks_checked = state.chunks_checked
+        self.reconciler.rows_read_before = dict(state.rows_read)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for side in self.reconciler.sides.values():
+            side.close()

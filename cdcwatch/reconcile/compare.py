@@ -1,0 +1,312 @@
+"""The comparison of one table pair: passes of key-ordered chunks, narrowing, and confirmation by re-checks.
+
+A pass walks the source's keys, then the target's (so rows only the target holds are found too), chunk by chunk.
+For each chunk both sides give the count and checksum of their rows among the chunk's keys; a chunk that differs
+is bisected (halves of its keys, digests again) down to a handful of keys, whose row hashes are fetched and
+classified: **missing** in the target, **extra** in the target, **different**.
+
+Such a row is only a *suspect*: on a moving pipeline it may simply not have been applied yet. It is re-checked
+(both sides read again) every `settle_seconds`; it is dropped as soon as the sides agree, and it counts as
+**diverged** once it still differs in `confirm_rechecks` re-checks in a row with neither side's row changed between
+them. A row the source keeps changing is in flight and never confirmed; a row both sides leave alone for
+`settle_seconds × confirm_rechecks` while they disagree is a divergence a pipeline with less lag than that would
+have repaired. Re-deliveries (a replay after a crash) change the target and are settled the same way. Where the
+pipeline's freshness is measured (`freshness_url`), a re-check counts only once the target is known to hold every
+change committed before the previous check (`applied_through`), so a stalled or lagging pipeline delays the
+confirmation instead of raising a false one.
+
+Every read is paid for from the side's row budget before the next read of that side.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from cdcwatch.config import ReconcileConfig
+from cdcwatch.reconcile.image import Column
+from cdcwatch.reconcile.side import Digest, Key, Side, SideError
+
+__all__ = ["KINDS", "LEAF_KEYS", "Budget", "Reconciler", "State", "Stopped", "Suspect", "classify"]
+
+log = logging.getLogger("cdcwatch.reconcile")
+
+T = TypeVar("T")
+
+Kind = Literal["missing", "extra", "different"]
+KINDS: tuple[Kind, ...] = ("missing", "extra", "different")
+LEAF_KEYS = 16
+"""Bisection stops at this many keys and fetches their row hashes."""
+
+
+class Stopped(Exception):
+    """The collector is closing: the pass ends where it is."""
+
+
+def classify(source_hash: int | None, target_hash: int | None) -> Kind | None:
+    """How a key's two row hashes (None: no such row) differ, or None when they agree."""
+    if source_hash == target_hash:
+        return None
+    if target_hash is None:
+        return "missing"
+    if source_hash is None:
+        return "extra"
+    return "different"
+
+
+class Budget:
+    """A side's rows-per-second budget: each read is paid for by waiting before that side's next read."""
+
+    def __init__(self, rows_per_second: float, wait: Callable[[float], bool], clock: Callable[[], float]) -> None:
+        self.rows_per_second = rows_per_second
+        self._wait = wait
+        self._clock = clock
+        self._free_at = clock()
+
+    def before(self) -> None:
+        delay = self._free_at - self._clock()
+        if delay > 0 and self._wait(delay):
+            raise Stopped
+
+    def spend(self, rows: int) -> None:
+        self._free_at = max(self._clock(), self._free_at) + rows / self.rows_per_second
+
+
+@dataclass
+class Suspect:
+    """A key whose sides differed at the last check."""
+
+    key: Key
+    kind: Kind
+    source_hash: int | None
+    target_hash: int | None
+    first_seen: float
+    """Wall-clock time it was first found differing."""
+    checked: float
+    """Monotonic time of the last check."""
+    checked_wall: float
+    """Wall-clock time of the last check (what the pipeline's freshness is compared with)."""
+    rechecks: int = 0
+    """Re-checks in a row it still differed in, neither side changed."""
+    confirmed: bool = False
+
+
+@dataclass(frozen=True)
+class State:
+    """What a scrape reports, read at once under the lock."""
+
+    diverged: dict[str, int]
+    suspects: int
+    oldest_divergence: float | None
+    chunks_checked: int
+    rows_read: dict[str, int]
+    last_pass_end: float | None
+    last_pass_seconds: float | None
+
+
+@dataclass
+class _Sides:
+    source: Side
+    target: Side
+    budgets: dict[str, Budget] = field(default_factory=dict)
+
+
+class Reconciler:
+    """One table pair's comparison state; `run_pass` and `recheck_due` run on the pair's thread, `state` anywhere."""
+
+    def __init__(self, config: ReconcileConfig, source: Side, target: Side, wait: Callable[[float], bool],
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 applied_through: Callable[[], float | None] = lambda: float("inf")) -> None:
+        self.config = config
+        self.name = config.name
+        self.sides = {"source": source, "target": target}
+        self.budgets = {"source": Budget(config.source.rows_per_second, wait, clock),
+                        "target": Budget(config.target.rows_per_second, wait, clock)}
+        self.clock, self.wall = clock, wall
+        self.both_answered: Callable[[], None] = lambda: None
+        """Called whenever both sides have answered (a chunk compared, suspects re-read, a pass ended)."""
+        self.applied_through = applied_through
+        """Wall-clock time up to which the target holds every source change (None: unknown, so no re-check counts)."""
+        self.suspects: dict[Key, Suspect] = {}
+        self.chunks_checked = 0
+        self.rows_read_before = {"source": 0, "target": 0}
+        """Rows read by the collector this one replaced at a reload (counters carry on)."""
+        self.last_pass_end: float | None = None
+        self.last_pass_seconds: float | None = None
+        self.prepared = False
+        self.overflow_said = False
+        self._lock = threading.Lock()
+
+    # --- reads, each paid from its side's budget -------------------------------------------------------------------
+    def _read(self, side: str, call: Callable[[], T]) -> T:
+        self.budgets[side].before()
+        reader = self.sides[side]
+        before = reader.rows_read
+        try:
+            return call()
+        finally:
+            self.budgets[side].spend(reader.rows_read - before)
+
+    def _digests(self, keys: Sequence[Key]) -> tuple[Digest, Digest]:
+        both = (self._read("source", lambda: self.sides["source"].digest(keys)),
+                self._read("target", lambda: self.sides["target"].digest(keys)))
+        self.both_answered()
+        return both
+
+    def _hashes(self, keys: Sequence[Key]) -> tuple[dict[Key, int], dict[Key, int]]:
+        both = (self._read("source", lambda: self.sides["source"].row_hashes(keys)),
+                self._read("target", lambda: self.sides["target"].row_hashes(keys)))
+        self.both_answered()
+        return both
+
+    # --- set-up -----------------------------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Read both catalogs; compare on the key and the columns both sides have (less `exclude_columns`)."""
+        source_shape = self.sides["source"].describe()
+        if source_shape is None:
+            raise SideError("source", "the source must be a table")
+        target_shape = self.sides["target"].describe()
+        key_name = self.config.key or source_shape.key
+        if key_name is None:
+            raise SideError("source", f"{self.config.source.table} has no single-column primary key: set `key`")
+        key = source_shape.columns.get(key_name)
+        if key is None or key.type_class not in ("integer", "text"):
+            raise SideError("source", f"key {key_name!r} is no integer or text column of {self.config.source.table}")
+        excluded = set(self.config.exclude_columns) - {key_name}
+        columns = [c for c in source_shape.columns.values() if c.name not in excluded]
+        target_key: Column = key
+        target_columns = columns
+        if target_shape is not None:
+            if key_name not in target_shape.columns:
+                raise SideError("target", f"the target table has no key column {key_name!r}")
+            target_key = target_shape.columns[key_name]
+            only_source = [c.name for c in columns if c.name not in target_shape.columns]
+            columns = [c for c in columns if c.name in target_shape.columns]
+            target_columns = [target_shape.columns[c.name] for c in columns]
+            only_target = [n for n in target_shape.columns if n not in source_shape.columns and n not in excluded]
+            if only_source or only_target:
+                log.info("%s: compared on the columns both sides have; left out: source only %s, target only %s",
+                         self.name, only_source or "-", only_target or "-")
+        self.sides["source"].use(key, columns)
+        self.sides["target"].use(target_key, target_columns)
+        self.prepared = True
+        log.info("%s: comparing on key %s, columns %s", self.name, key_name, ", ".join(c.name for c in columns))
+
+    # --- a pass -----------------------------------------------------------------------------------------------------
+    def run_pass(self) -> None:
+        """One full pass: the source's keys, then the target's, re-checking due suspects between chunks."""
+        if not self.prepared:
+            self.prepare()
+        started_clock, chunk = self.clock(), self.config.chunk_rows
+        for walker in ("source", "target"):
+            after: Key | None = None
+            while True:
+                keys = self._read(walker, lambda: self.sides[walker].keys_after(after, chunk))  # noqa: B023
+                if not keys:
+                    break
+                self.compare(keys)
+                self.recheck_due()
+                after = keys[-1]
+                if len(keys) < chunk:
+                    break
+        self.recheck_due()
+        self.both_answered()
+        with self._lock:
+            self.last_pass_end = self.wall()
+            self.last_pass_seconds = self.clock() - started_clock
+        self._log_confirmed()
+
+    def compare(self, keys: Sequence[Key]) -> None:
+        """Compare one chunk; narrow it down when the sides differ."""
+        source, target = self._digests(keys)
+        with self._lock:
+            self.chunks_checked += 1
+        if source != target:
+            self._narrow(keys)
+
+    def _narrow(self, keys: Sequence[Key]) -> None:
+        if len(keys) <= LEAF_KEYS:
+            source, target = self._hashes(keys)
+            for key in keys:
+                kind = classify(source.get(key), target.get(key))
+                if kind is not None:
+                    self._suspect(key, kind, source.get(key), target.get(key))
+            return
+        middle = len(keys) // 2
+        for half in (keys[:middle], keys[middle:]):
+            source_digest, target_digest = self._digests(half)
+            if source_digest != target_digest:
+                self._narrow(half)
+
+    def _suspect(self, key: Key, kind: Kind, source_hash: int | None, target_hash: int | None) -> None:
+        with self._lock:
+            if key in self.suspects:
+                return  # already being re-checked
+            if len(self.suspects) >= self.config.max_suspects:
+                if not self.overflow_said:
+                    log.warning("%s: more than %d differing rows: the rest are left for later passes (max_suspects)",
+                                self.name, self.config.max_suspects)
+                    self.overflow_said = True
+                return
+            self.suspects[key] = Suspect(key, kind, source_hash, target_hash, self.wall(), self.clock(), self.wall())
+
+    # --- confirmation -----------------------------------------------------------------------------------------------
+    def recheck_due(self) -> None:
+        """Read both sides again for the suspects last checked `settle_seconds` ago or more."""
+        now = self.clock()
+        with self._lock:
+            due = [s.key for s in self.suspects.values() if now - s.checked >= self.config.settle_seconds]
+        if not due:
+            return
+        through = self.applied_through()
+        for start in range(0, len(due), self.config.chunk_rows):
+            keys = due[start:start + self.config.chunk_rows]
+            source, target = self._hashes(keys)
+            checked, checked_wall = self.clock(), self.wall()
+            with self._lock:
+                for key in keys:
+                    suspect = self.suspects[key]
+                    self._recheck(suspect, source.get(key), target.get(key),
+                                  through is not None and through >= suspect.checked_wall)
+                    suspect.checked, suspect.checked_wall = checked, checked_wall
+
+    def _recheck(self, suspect: Suspect, source_hash: int | None, target_hash: int | None, caught_up: bool) -> None:
+        kind = classify(source_hash, target_hash)
+        if kind is None:
+            if suspect.confirmed:
+                log.info("%s: key %s agrees again (was %s)", self.name, suspect.key, suspect.kind)
+            del self.suspects[suspect.key]
+            return
+        if (source_hash, target_hash) != (suspect.source_hash, suspect.target_hash):  # a side changed: in flight
+            suspect.kind, suspect.source_hash, suspect.target_hash = kind, source_hash, target_hash
+            suspect.rechecks, suspect.confirmed = 0, False
+        elif caught_up:  # else the pipeline may still be delivering what the source had at the previous check
+            suspect.rechecks += 1
+            suspect.confirmed = suspect.confirmed or suspect.rechecks >= self.config.confirm_rechecks
+
+    def _log_confirmed(self) -> None:
+        """The confirmed divergences' key range per kind and their first keys, for the on-call to find the rows."""
+        with self._lock:
+            confirmed = [s for s in self.suspects.values() if s.confirmed]
+        for kind in KINDS:
+            keys = sorted((s.key for s in confirmed if s.kind == kind), key=lambda k: (isinstance(k, str), k))
+            if keys:
+                shown = ", ".join(map(str, keys[:self.config.max_logged_keys]))
+                more = f" (+{len(keys) - self.config.max_logged_keys} more)" if len(keys) > self.config.max_logged_keys else ""
+                log.warning("%s: %d rows diverged (%s in the target), keys %s..%s: %s%s", self.name, len(keys), kind,
+                            keys[0], keys[-1], shown, more)
+
+    def state(self) -> State:
+        with self._lock:
+            confirmed = [s for s in self.suspects.values() if s.confirmed]
+            return State(
+                diverged={kind: sum(s.kind == kind for s in confirmed) for kind in KINDS},
+                suspects=len(self.suspects) - len(confirmed),
+                oldest_divergence=min((s.first_seen for s in confirmed), default=None),
+                chunks_checked=self.chunks_checked,
+                rows_read={side: self.rows_read_before[side] + reader.rows_read for side, reader in self.sides.items()},
+                last_pass_end=self.last_pass_end, last_pass_seconds=self.last_pass_seconds)

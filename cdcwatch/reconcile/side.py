@@ -1,0 +1,76 @@
+"""What the comparison needs of one side of a table pair; another SQL engine is one module implementing `Side`.
+
+A chunk is a set of keys (walked in one side's key index order); both sides then answer for exactly that set, so
+the two engines never have to agree on a sort order or on key ranges. Rows stay on their server: a chunk costs a
+count and a checksum from each side, and only a narrowed-down handful of rows is fetched as row hashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from cdcwatch.reconcile.image import Column
+
+__all__ = ["Digest", "Key", "Shape", "Side", "SideError"]
+
+Key = int | str
+"""A single-column key: integer or text."""
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A set of rows' count and checksum (the sum of their 60-bit row hashes)."""
+
+    rows: int
+    checksum: int
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A table as its catalog describes it: the primary key column (None without a single-column one) and the
+    columns by name, in table order."""
+
+    key: str | None
+    columns: dict[str, Column]
+
+
+class SideError(RuntimeError):
+    """A side failed (down, timed out, refused, misconfigured); `side` is `source` or `target`."""
+
+    def __init__(self, side: str, message: str) -> None:
+        self.side = side
+        super().__init__(f"{side}: {message}")
+
+
+class Side(Protocol):
+    """One side of a table pair, connected lazily; every method raises on failure. `rows_read` counts the rows the
+    side's queries read (keys walked, rows looked up), which the budget is spent on."""
+
+    rows_read: int
+
+    def describe(self) -> Shape | None:
+        """The table's shape from the side's catalog; None where the side stores row images without a catalog (the
+        apply job's JSON rows): it then takes the source's columns."""
+        ...
+
+    def use(self, key: Column, columns: Sequence[Column]) -> None:
+        """Compare on `key` and `columns` (in this order) from now on."""
+        ...
+
+    def keys_after(self, after: Key | None, limit: int) -> list[Key]:
+        """Up to `limit` keys of the side's rows after `after` (from the first without), in its key index order."""
+        ...
+
+    def digest(self, keys: Sequence[Key]) -> Digest:
+        """The count and checksum of the side's rows among `keys`."""
+        ...
+
+    def row_hashes(self, keys: Sequence[Key]) -> dict[Key, int]:
+        """The row hash of each of `keys` the side holds."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection; the next call connects again."""
+        ...
