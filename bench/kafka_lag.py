@@ -250,14 +250,17 @@ def warm(contender: Contender, expected: int, timeout: float) -> None:
 
 def stage_profile(config: Path) -> None:
     """Where an in-process collection and its answer spend their time, per stage (offsets still moving): each stage's
-    own wall time, summed over 10 scrapes, then a cProfile of the same."""
+    own wall time, averaged over 10 scrapes, then a cProfile of the same. Nested stages (the samples are built within
+    the collection) count in both; GC pauses count in whichever stage they interrupt."""
     import cProfile
     import pstats
 
     from cdcwatch.config import load_config
     from cdcwatch.exposition import GZIP_LEVEL, LabelBlocks, render_text
     from cdcwatch.kafka.collector import KafkaCollector
+    from cdcwatch.server import GC_THRESHOLDS
 
+    gc.set_threshold(*GC_THRESHOLDS)  # as `cdcwatch serve` runs
     collector = KafkaCollector(load_config(config).kafka[0])
     spent: dict[str, float] = {}
 
