@@ -39,7 +39,7 @@ from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
-from tests.integration.conftest import parse, value  # noqa: E402
+from devstack.samples import parse, value  # noqa: E402
 
 TARGET_SCRAPE_SECONDS = 0.100
 TARGET_RSS_MIB = 200.0

@@ -1,48 +1,71 @@
-"""Full scrapes of the kafka collector on 50 groups x 200 partitions of a real Apache Kafka 4 broker,
-next to Apache Kafka's own `kafka-consumer-groups --describe --all-groups` on the same broker.
+"""Scrapes of the kafka collector on 50 groups x 200 partitions of a Kafka 4 broker, beside kminion, Burrow, kafka_exporter.
 
-Offsets keep moving during the run (a producer writes and every group commits further, in the
-background), so the caches cannot turn it into a static best case. Scrapes of both are interleaved;
-p50/p95 of each and their ratio are printed, and the lag values of one moment are compared. A scrape is
-timed as Prometheus makes it (gzip, a kept-alive connection, the whole answer read); parsing it here is
-not timed.
-Target: cdcwatch p50 <= 250 ms at partition granularity.
+The peer exporters run when their binaries are given; Apache Kafka's own `kafka-consumer-groups --describe
+--all-groups` runs on the same broker too.
 
-kafka_exporter, kminion and Burrow would be the natural peers, but the Go module proxy reachable
-here refuses all three, and Debian's Burrow 1.2.1 cannot read a Kafka 4 broker (ListOffsets v0 was
-removed, and it cannot decode the offset-commit records): see docs/development.md.
+Two phases: offsets static, then moving (a producer writes and every group commits further, once a second, in the
+background, so the caches cannot turn it into a static best case). In each phase the exporters are scraped in turn
+(interleaved, the first of each round rotating), so the machine's noise hits all alike. Printed per exporter and phase:
+p50/p95 scrape time, series, bytes (as sent, gzip, and as text), CPU seconds of its process over the phase, and its
+peak RSS. A scrape is timed as Prometheus makes it (gzip, a kept-alive connection, the whole answer read); parsing it
+here is not timed.
 
-    .venv/bin/python bench/kafka_lag.py [--groups 50] [--partitions 200] [--scrapes 25] [--granularity topic]
-                                        [--profile]
+Before anything moves, every exporter's lag per group partition is compared with the broker's own answer (the
+AdminClient's committed and end offsets), each exporter's known differences named. Group 0 leaves partition 0 without
+a commit, so what each one answers for such a partition shows.
+
+cdcwatch runs twice: with its defaults, and configured for what kminion exports (lag in messages per partition:
+`lag_seconds`, `freshness` and `retention` off).
+
+Target: cdcwatch p50 <= 250 ms at partition granularity; with kminion in the run, cdcwatch (lag in messages only) p50
+and CPU per scrape <= kminion's, and cdcwatch with its defaults p50 <= 1.5 x kminion's.
+
+    CDCWATCH_PEERS_BIN=.cdcwatch/peers/bin .venv/bin/python bench/kafka_lag.py [--groups 50] [--partitions 200]
+        [--scrapes 25] [--granularity topic] [--peers-bin DIR] [--no-tool] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import gzip
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import OffsetSpec  # noqa: E402
 
-from bench.plots import save_timings  # noqa: E402
+from bench.jmx_fleet import cpu_seconds  # noqa: E402
+from bench.kafka_peers import KMINION, Exporter, GroupPartition, peer_binaries, start_cdcwatch, start_peer  # noqa: E402
+from bench.plots import save_percentiles, save_timings  # noqa: E402
 from bench.scrape import Scraper  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
-from devstack.procs import free_port, port_open, wait_for  # noqa: E402
-from tests.integration.conftest import Values, parse, value  # noqa: E402
+from devstack.procs import StackError, wait_for  # noqa: E402
+from devstack.samples import Values, parse, value  # noqa: E402
 
 TOPIC = "benchsrv.public.rows"
 TARGET_P50_SECONDS = 0.25
+CDCWATCH = "cdcwatch"
+CDCWATCH_AS_KMINION = "cdcwatch, lag in messages only"
+AS_KMINION = "lag_seconds: false\nfreshness: false\nretention: false"
+"""What turns off cdcwatch's reads beyond committed and end offsets. There is no setting for the consumer status, the
+committed offsets or the topic series: those stay (the output says so)."""
+UNCOMMITTED: tuple[int, int] = (0, 0)
+"""(group number, partition) left without a commit."""
 
 
-def timed(action) -> float:
+def timed(action: Callable[[], object]) -> float:
     started = time.perf_counter()
     action()
     return time.perf_counter() - started
@@ -50,6 +73,20 @@ def timed(action) -> float:
 
 def percentile(samples: list[float], fraction: float) -> float:
     return sorted(samples)[int(fraction * (len(samples) - 1))]
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The most resident memory the process has had (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def commits(group_number: int, partitions: int, step: int) -> list[TopicPartition]:
+    """The fixture's commit of one group: its partitions lag 0-4 messages behind `step`, one left without a commit."""
+    return [TopicPartition(TOPIC, p, (group_number + p) % 5 + step - 5) for p in range(partitions)
+            if (group_number, p) != UNCOMMITTED]
 
 
 def keep_moving(kafka: KafkaBroker, groups: list[str], partitions: int, stop: threading.Event) -> None:
@@ -64,47 +101,233 @@ def keep_moving(kafka: KafkaBroker, groups: list[str], partitions: int, stop: th
         producer.flush(30)
         step += 1
         for n, consumer in enumerate(consumers.values()):
-            consumer.commit(offsets=[TopicPartition(TOPIC, p, (n + p) % 5 + step - 5) for p in range(partitions)],
-                            asynchronous=False)
+            consumer.commit(offsets=commits(n, partitions, step), asynchronous=False)
     for consumer in consumers.values():
         consumer.close()
 
 
-def profile(config: Path) -> None:
-    """cProfile of in-process collections and their rendering, with offsets still moving."""
+def broker_lag(kafka: KafkaBroker, groups: list[str], partitions: int) -> dict[GroupPartition, int | None]:
+    """The broker's own answer: end offset minus committed offset per group partition (None: no commit), from the
+    AdminClient."""
+    admin = kafka.admin()
+    wanted = [TopicPartition(TOPIC, p) for p in range(partitions)]
+    ends = {tp.partition: info.result().offset
+            for tp, info in admin.list_offsets({tp: OffsetSpec.latest() for tp in wanted}).items()}
+    lag: dict[GroupPartition, int | None] = {}
+    for group in groups:
+        answer = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, wanted)])[group].result()
+        for tp in answer.topic_partitions:
+            lag[(group, tp.topic, tp.partition)] = ends[tp.partition] - tp.offset if tp.offset >= 0 else None
+    return lag
+
+
+@dataclass
+class Phase:
+    """One exporter's figures over one phase."""
+
+    seconds: list[float] = field(default_factory=list)
+    series: int = 0
+    text_bytes: int = 0
+    sent_bytes: int = 0
+    cpu_seconds: float = 0.0
+
+
+class Contender:
+    """An exporter as the benchmark scrapes it: kept-alive, gzip, with its figures per phase."""
+
+    def __init__(self, exporter: Exporter) -> None:
+        self.exporter = exporter
+        self.name = exporter.name
+        self.fetch = Scraper(exporter.url, compressed=True)  # as Prometheus: gzip, kept alive
+        self.phases: dict[str, Phase] = {}
+        self.collections: list[float] = []
+
+    def values(self) -> Values:
+        values = parse(self.fetch().decode())
+        if self.exporter.peer is None:
+            assert value(values, "cdcwatch_up", collector="kafka", target="bench") == 1, \
+                f"{self.name}: the kafka collection failed"
+        return values
+
+    def timed_scrape(self, phase: str) -> None:
+        """One scrape timed (the HTTP request and the whole answer, decompressed); its parsing is not timed."""
+        figures = self.phases.setdefault(phase, Phase())
+        started = time.perf_counter()
+        body = self.fetch()
+        figures.seconds.append(time.perf_counter() - started)
+        figures.text_bytes, figures.sent_bytes = len(body), self.fetch.sent_bytes
+        values = parse(body.decode())
+        figures.series = len(values)
+        if self.exporter.peer is None:
+            assert value(values, "cdcwatch_up", collector="kafka", target="bench") == 1, \
+                f"{self.name}: the kafka collection failed"
+            self.collections.append(
+                value(values, "cdcwatch_scrape_duration_seconds", collector="kafka", target="bench") or 0.0)
+
+
+def run_phase(phase: str, contenders: list[Contender], scrapes: int, extra: Callable[[], object] | None = None,
+              extra_seconds: list[float] | None = None) -> None:
+    """`scrapes` rounds, each scraping every contender once (the first rotating), and `extra` once if given."""
+    before = {c.name: cpu_seconds([c.exporter.pid]) for c in contenders}
+    for round_number in range(scrapes):
+        shift = round_number % len(contenders)
+        for contender in contenders[shift:] + contenders[:shift]:
+            contender.timed_scrape(phase)
+        if extra is not None and extra_seconds is not None:
+            extra_seconds.append(timed(extra))
+    for contender in contenders:
+        contender.phases[phase].cpu_seconds = cpu_seconds([contender.exporter.pid]) - before[contender.name]
+
+
+def agreement(contenders: list[Contender], broker: dict[GroupPartition, int | None]) -> None:
+    """Each exporter's lag per group partition against the broker's, taken while offsets are static."""
+    committed = {where: lag for where, lag in broker.items() if lag is not None}
+    uncommitted = [where for where, lag in broker.items() if lag is None]
+    print(f"\nagreement with the broker (AdminClient: end minus committed offset), offsets static: "
+          f"{len(committed)} group partitions with a commit, {len(uncommitted)} without")
+    print(f"{'exporter':<34}{'equal':>7}{'differ':>8}{'missing':>9}  without a commit  known differences")
+    for contender in contenders:
+        reported = contender.exporter.lag(contender.values())
+        equal = sum(1 for where, lag in committed.items() if reported.get(where) == lag)
+        differ = [(where, reported[where], lag) for where, lag in committed.items()
+                  if where in reported and reported[where] != lag]
+        missing = [where for where in committed if where not in reported]
+        without = ", ".join("no series" if where not in reported else f"{reported[where]:g}" for where in uncommitted)
+        peer = contender.exporter.peer
+        known = peer.differences if peer else "lag from the log start for a partition without a commit"
+        print(f"{contender.name:<34}{equal:>7}{len(differ):>8}{len(missing):>9}  {without or '-':<16}  {known}")
+        if differ:
+            print(f"{'':<34}e.g. (group, topic, partition), reported, broker: {differ[:3]}")
+        if missing:
+            print(f"{'':<34}missing e.g. {missing[:3]}")
+
+
+def report(contenders: list[Contender], phases: list[str], scrapes: int) -> None:
+    for phase in phases:
+        print(f"\noffsets {phase}, {scrapes} scrapes each, interleaved")
+        print(f"{'exporter':<34}{'p50 s':>7}{'p95 s':>7}{'series':>8}{'sent kB':>9}{'text kB':>9}"
+              f"{'CPU s':>7}{'CPU/scrape':>11}{'peak RSS MiB':>14}")
+        for contender in contenders:
+            figures = contender.phases[phase]
+            print(f"{contender.name:<34}{statistics.median(figures.seconds):>7.3f}{percentile(figures.seconds, 0.95):>7.3f}"
+                  f"{figures.series:>8}{figures.sent_bytes / 1000:>9.0f}{figures.text_bytes / 1000:>9.0f}"
+                  f"{figures.cpu_seconds:>7.1f}{figures.cpu_seconds / scrapes:>11.3f}"
+                  f"{peak_rss_mib(contender.exporter.pid):>14.0f}")
+
+
+def verdicts(contenders: dict[str, Contender], phases: list[str], scrapes: int) -> None:
+    """The issue's targets against kminion, where kminion ran."""
+    ours, lean, kminion = contenders[CDCWATCH], contenders.get(CDCWATCH_AS_KMINION), contenders.get(KMINION.name)
+    p50 = statistics.median(ours.phases[phases[-1]].seconds)
+    print(f"\ncdcwatch p50 (offsets {phases[-1]}) {p50:.3f}s: {'MET' if p50 <= TARGET_P50_SECONDS else 'NOT MET'} "
+          f"(target p50 <= {TARGET_P50_SECONDS}s)")
+    print(f"  of which the collection p50 {statistics.median(ours.collections):.3f}s (cdcwatch_scrape_duration_seconds)")
+    if kminion is None:
+        return
+    for phase in phases:
+        theirs = kminion.phases[phase]
+        their_p50, their_cpu = statistics.median(theirs.seconds), theirs.cpu_seconds / scrapes
+        full = statistics.median(ours.phases[phase].seconds)
+        print(f"offsets {phase}: cdcwatch (defaults) / kminion p50 {full / their_p50:.2f}x "
+              f"({'MET' if full <= 1.5 * their_p50 else 'NOT MET'}, target <= 1.5x)")
+        if lean is not None:
+            figures = lean.phases[phase]
+            lean_p50, lean_cpu = statistics.median(figures.seconds), figures.cpu_seconds / scrapes
+            met = lean_p50 <= their_p50 and lean_cpu <= their_cpu
+            print(f"offsets {phase}: {CDCWATCH_AS_KMINION} / kminion p50 {lean_p50 / their_p50:.2f}x, CPU per scrape "
+                  f"{lean_cpu / their_cpu if their_cpu else float('inf'):.2f}x ({'MET' if met else 'NOT MET'}, "
+                  "target <= 1x both)")
+
+
+def warm(contender: Contender, expected: int, timeout: float) -> None:
+    """Waits until the exporter reports lag for `expected` group partitions (Burrow reads in the background)."""
+    try:
+        wait_for(lambda: len(contender.exporter.lag(contender.values())) >= expected, timeout,
+                 f"{contender.name} reporting lag for {expected} group partitions", interval=2)
+    except StackError as exc:
+        print(f"{exc}: compared as it is")
+
+
+def stage_profile(config: Path) -> None:
+    """Where an in-process collection and its answer spend their time, per stage (offsets still moving): each stage's
+    own wall time, averaged over 10 scrapes, then a cProfile of the same. Nested stages (the samples are built within
+    the collection) count in both; GC pauses count in whichever stage they interrupt."""
     import cProfile
     import pstats
 
     from cdcwatch.config import load_config
-    from cdcwatch.exposition import LabelBlocks, render_text
+    from cdcwatch.exposition import GZIP_LEVEL, LabelBlocks, render_text
     from cdcwatch.kafka.collector import KafkaCollector
+    from cdcwatch.server import GC_THRESHOLDS
 
-    class Registry:
-        """Families collected before, as a registry to render."""
+    gc.set_threshold(*GC_THRESHOLDS)  # as `cdcwatch serve` runs
+    collector = KafkaCollector(load_config(config).kafka[0])
+    spent: dict[str, float] = {}
 
-        def __init__(self, families: Any) -> None:
-            self.families = families
+    def metered(owner: Any, attribute: str, stage: str) -> None:
+        """Adds the time of every call of owner.attribute to `stage` (stages that no longer exist are left out)."""
+        original = getattr(owner, attribute, None)
+        if original is None:
+            print(f"(no {type(owner).__name__}.{attribute}: stage '{stage}' not measured)")
+            return
 
-        def collect(self) -> Any:
-            return self.families
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[stage] = spent.get(stage, 0.0) + time.perf_counter() - started
+        setattr(owner, attribute, wrapper)
+
+    metered(collector.reader, "read", "broker requests: groups, commits, offsets")
+    metered(collector.messages, "read", "broker requests: message timestamps")
+    metered(collector.reader, "retention", "retention settings")
+    metered(collector, "_rows", "rows")
+    metered(collector, "_lag_seconds", "lag in seconds")
+    metered(collector, "_statuses", "status")
+    metered(collector, "_topic_families", "samples: topic series")
+    metered(collector, "_group_families", "samples: group series")
 
     class Scrape:
         """One collection, as a registry to render."""
 
         def collect(self) -> Any:
-            return collector.collect().families
+            started = time.perf_counter()
+            families = collector.collect().families
+            spent["collection (all of the above)"] = (spent.get("collection (all of the above)", 0.0)
+                                                      + time.perf_counter() - started)
+            return families
 
-    collector = KafkaCollector(load_config(config).kafka[0])
+    paused: list[float] = []
+
+    def gc_pauses(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            paused.append(-time.perf_counter())
+        else:
+            paused[-1] += time.perf_counter()
+
     blocks = LabelBlocks()
     render_text(Scrape(), blocks)  # connections, caches and label blocks warm, as in a running exporter
-    collections, renderings = [], []
-    for _ in range(10):
-        started = time.perf_counter()
-        families = collector.collect().families
-        collections.append(time.perf_counter() - started)
-        renderings.append(timed(lambda families=families: render_text(Registry(families), blocks)))
-    print(f"in process: collection p50 {statistics.median(collections):.3f}s, "
-          f"rendering p50 {statistics.median(renderings):.3f}s")
+    spent.clear()
+    gc.callbacks.append(gc_pauses)
+    total = 0.0
+    try:
+        for _ in range(10):
+            started = time.perf_counter()
+            text = render_text(Scrape(), blocks)
+            compress_started = time.perf_counter()
+            gzip.compress(text, compresslevel=GZIP_LEVEL)
+            spent["gzip"] = spent.get("gzip", 0.0) + time.perf_counter() - compress_started
+            total += time.perf_counter() - started
+    finally:
+        gc.callbacks.remove(gc_pauses)
+    spent["rendering (render_text less the collection)"] = (total - spent["gzip"]
+                                                            - spent["collection (all of the above)"])
+    spent["GC pauses (within the stages above)"] = sum(paused)
+    print(f"\nper stage, 10 in-process scrapes of {len(text)} bytes (per scrape, ms):")
+    for stage, seconds in spent.items():
+        print(f"  {stage:<48}{seconds * 100:>8.1f}")
+    print(f"  {'total':<48}{total * 100:>8.1f}")
     profiler = cProfile.Profile()
     profiler.runcall(lambda: [render_text(Scrape(), blocks) for _ in range(10)])
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
@@ -117,14 +340,20 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=200)
     parser.add_argument("--scrapes", type=int, default=25)
     parser.add_argument("--granularity", choices=["partition", "topic"], default="partition")
+    parser.add_argument("--peers-bin", help="folder of the peers' binaries (kminion, burrow, kafka_exporter); "
+                                            "default: $CDCWATCH_PEERS_BIN; without it cdcwatch runs alone")
+    parser.add_argument("--no-tool", action="store_true",
+                        help="leave out kafka-consumer-groups --all-groups (a JVM per run) from the moving phase")
     parser.add_argument("--profile", action="store_true",
-                        help="also print where an in-process collection and its rendering spend their time")
+                        help="also print where an in-process collection and its answer spend their time, per stage")
     args = parser.parse_args()
+    binaries = peer_binaries(args.peers_bin)
     work = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-kafka-"))
     kafka = KafkaBroker(work / "kafka")
     kafka.start()
-    serve = None
+    exporters: list[Exporter] = []
     stop = threading.Event()
+    mover = None
     try:
         kafka.create_topic(TOPIC, args.partitions)
         producer = Producer({"bootstrap.servers": kafka.bootstrap, "log_level": "0"})
@@ -135,82 +364,75 @@ def main() -> None:
         groups = [f"bench-group-{n}" for n in range(args.groups)]
         for n, group in enumerate(groups):
             consumer = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "enable.auto.commit": False})
-            consumer.commit(offsets=[TopicPartition(TOPIC, p, (n + p) % 5) for p in range(args.partitions)],
-                            asynchronous=False)
+            consumer.commit(offsets=commits(n, args.partitions, 5), asynchronous=False)
             consumer.close()
 
-        port = free_port()
-        config = work / "cdcwatch.yml"
-        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\nkafka:\n  - name: bench\n"
-                          f"    bootstrap_servers: {kafka.bootstrap}\n    timeout_seconds: 30\n"
-                          f"    granularity: {args.granularity}\n")
-        serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: port_open(port), 30, "cdcwatch serve")
+        exporters.append(start_cdcwatch(CDCWATCH, kafka.bootstrap, work, f"granularity: {args.granularity}"))
+        if args.granularity == "partition":
+            exporters.append(start_cdcwatch(CDCWATCH_AS_KMINION, kafka.bootstrap, work, AS_KMINION))
+        for peer, binary in binaries.items():
+            exporters.append(start_peer(peer, binary, kafka.bootstrap, work))
+        contenders = [Contender(e) for e in exporters]
+        print(f"{args.groups} groups x {args.partitions} partitions = {args.groups * args.partitions} group partitions, "
+              f"granularity {args.granularity}; exporters: {', '.join(c.name for c in contenders)}")
+        print(f"{CDCWATCH_AS_KMINION}: {AS_KMINION.replace(chr(10), ', ')}. cdcwatch has no setting to leave out the "
+              "consumer status, committed offsets or topic series: those stay in its answer")
+        for peer in binaries:
+            print(f"  {peer.name} {peer.version}")
+        print(f"load average at the start: {Path('/proc/loadavg').read_text().split()[:3]} ({os.cpu_count()} cores)")
 
-        fetch = Scraper(f"http://127.0.0.1:{port}/metrics", compressed=True)  # as Prometheus: gzip, kept alive
+        broker = broker_lag(kafka, groups, args.partitions)
+        if args.granularity == "partition":
+            with_commit = sum(1 for lag in broker.values() if lag is not None)
+            for contender in contenders:
+                warm(contender, with_commit, 120)
+            agreement(contenders, broker)
+        else:
+            for contender in contenders:
+                contender.values()
 
-        def checked(body: bytes) -> Values:
-            values = parse(body.decode())
-            assert value(values, "cdcwatch_up", collector="kafka", target="bench") == 1, "the kafka collection failed"
-            return values
-
-        def scrape() -> Values:
-            return checked(fetch())
-
-        collections: list[float] = []
-
-        def timed_scrape() -> float:
-            """The time of the HTTP request and the whole response; parsing it (in this process) is not timed.
-            The collection's own share, as cdcwatch reports it, goes to `collections`."""
-            started = time.perf_counter()
-            body = fetch()
-            took = time.perf_counter() - started  # includes decompressing, as Prometheus does
-            collections.append(value(checked(body), "cdcwatch_scrape_duration_seconds", collector="kafka", target="bench") or 0.0)
-            return took
-
-        # agreement, before anything moves: every group partition's lag equals the tool's
-        values = scrape()
-        peer_lag = {g: kafka.described_lag(g) for g in groups[:3]}
-        mismatched = [(g, tp) for g, rows in peer_lag.items() for tp, (_, _, lag) in rows.items()
-                      if args.granularity == "partition" and value(
-                          values, "cdcwatch_kafka_consumergroup_lag_messages", group=g, topic=tp[0],
-                          partition=str(tp[1])) != lag]
-        print(f"lag agreement with kafka-consumer-groups on {sum(len(r) for r in peer_lag.values())} group partitions:"
-              f" {'ok' if not mismatched else f'{len(mismatched)} differ, e.g. {mismatched[:3]}'}")
-
+        run_phase("static", contenders, args.scrapes)
         mover = threading.Thread(target=keep_moving, args=(kafka, groups, args.partitions, stop), daemon=True)
         mover.start()
-        peer_command = kafka.java_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
-                                   kafka.bootstrap, "--describe", "--all-groups", heap="512m")
-        ours, peer = [], []
-        for _ in range(args.scrapes):  # interleaved: the machine's noise hits both alike
-            ours.append(timed_scrape())
-            peer.append(timed(lambda: subprocess.run(peer_command, capture_output=True, check=True, timeout=300)))
-        p50, peer_p50 = statistics.median(ours), statistics.median(peer)
-        print(f"{args.groups} groups x {args.partitions} partitions = {args.groups * args.partitions} group partitions,"
-              f" {args.scrapes} scrapes each, granularity {args.granularity}, offsets moving")
-        print(f"cdcwatch /metrics              p50 {p50:.3f}s  p95 {percentile(ours, 0.95):.3f}s  "
-              f"{'MET' if p50 <= TARGET_P50_SECONDS else 'NOT MET'} (target p50 <= {TARGET_P50_SECONDS}s)")
-        print(f"  of which the collection      p50 {statistics.median(collections):.3f}s  "
-              f"p95 {percentile(collections, 0.95):.3f}s  (cdcwatch_scrape_duration_seconds)")
-        print(f"kafka-consumer-groups --all    p50 {peer_p50:.3f}s  p95 {percentile(peer, 0.95):.3f}s  (a JVM per run)")
-        print(f"ratio cdcwatch / peer          {p50 / peer_p50:.2f}x")
+        tool: list[float] = []
+        tool_command = kafka.java_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                                          "--bootstrap-server", kafka.bootstrap, "--describe", "--all-groups", heap="512m")
+        run_phase("moving", contenders, args.scrapes,
+                  None if args.no_tool else lambda: subprocess.run(tool_command, capture_output=True, check=True,
+                                                                   timeout=300),
+                  tool)
+        phases = ["static", "moving"]
+        report(contenders, phases, args.scrapes)
+        if tool:
+            print(f"{'kafka-consumer-groups --all':<34}{statistics.median(tool):>7.3f}{percentile(tool, 0.95):>7.3f}"
+                  "  (offsets moving; a JVM per run)")
+        verdicts({c.name: c for c in contenders}, phases, args.scrapes)
+        print(f"load average at the end: {Path('/proc/loadavg').read_text().split()[:3]}")
+
         name = "kafka_lag" if args.granularity == "partition" else f"kafka_lag_{args.granularity}"
+        timings = {c.name: [s * 1000 for s in c.phases["moving"].seconds] for c in contenders}
+        if tool:
+            timings["kafka-consumer-groups --all"] = [s * 1000 for s in tool]
         plot = save_timings(name, f"{args.groups} groups x {args.partitions} partitions, {args.granularity} "
-                            "granularity, offsets moving",
-                            {"cdcwatch /metrics": [s * 1000 for s in ours],
-                             "kafka-consumer-groups --all": [s * 1000 for s in peer]},
-                            target=TARGET_P50_SECONDS * 1000)
+                            "granularity, offsets moving", timings, target=TARGET_P50_SECONDS * 1000)
         if plot:
             print(f"plot: {plot}")
+        if binaries:
+            plot = save_percentiles(f"{name}_peers", f"{args.groups} groups x {args.partitions} partitions: "
+                                    "p50 and p95 per exporter",
+                                    {phase: {c.name: (statistics.median(c.phases[phase].seconds) * 1000,
+                                                      percentile(c.phases[phase].seconds, 0.95) * 1000)
+                                             for c in contenders} for phase in phases})
+            if plot:
+                print(f"plot: {plot}")
         if args.profile:
-            profile(config)
+            stage_profile(work / f"{CDCWATCH}.yml")
     finally:
         stop.set()
-        if serve is not None:
-            serve.terminate()
-            serve.wait(30)
+        if mover is not None:
+            mover.join(60)
+        for exporter in exporters:
+            exporter.stop()
         kafka.stop()
 
 

@@ -46,6 +46,31 @@ def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: s
     return _save(plt, figure, name)
 
 
+def save_percentiles(name: str, title: str, percentiles: dict[str, dict[str, tuple[float, float]]],
+                     unit: str = "ms") -> Path | None:
+    """Bars of each contender's p50 (solid) and p95 (light) per case (e.g. offsets static, moving), side by side;
+    `percentiles`: case -> contender -> (p50, p95). None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    contenders = list(dict.fromkeys(c for by_contender in percentiles.values() for c in by_contender))
+    figure, axes = plt.subplots(figsize=(7, 1.2 + 0.35 * len(contenders) * len(percentiles)))
+    height = 0.8 / len(percentiles)
+    for n, (case, by_contender) in enumerate(percentiles.items()):
+        rows = [i + n * height for i, c in enumerate(contenders) if c in by_contender]
+        p50s = [by_contender[c][0] for c in contenders if c in by_contender]
+        p95s = [by_contender[c][1] for c in contenders if c in by_contender]
+        color = f"C{n}"
+        axes.barh(rows, p95s, height, color=color, alpha=0.35)
+        axes.barh(rows, p50s, height, color=color, label=f"{case}: p50 (light: p95)")
+    axes.set_yticks([i + height * (len(percentiles) - 1) / 2 for i in range(len(contenders))], contenders)
+    axes.invert_yaxis()
+    axes.set_xlabel(unit)
+    axes.legend(loc="upper right", fontsize="small")
+    axes.set_title(title)
+    return _save(plt, figure, name)
+
+
 def save_series(name: str, title: str, minutes: list[float], memory: dict[str, list[float]],
                 files: dict[str, list[float]], warmup: float | None = None) -> Path | None:
     """Memory (MiB) and open files of each process over time, the warm-up's end as a line; None without matplotlib."""

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 
 class Scraper:
-    """`scraper()` is one scrape of `url`: its whole answer, decompressed; not for use by two threads at once."""
+    """`scraper()` is one scrape of `url`: its whole answer, decompressed; not for use by two threads at once.
+    `sent_bytes`: the size of the last answer as it came over the connection (compressed, if it was)."""
 
     def __init__(self, url: str, compressed: bool = False, timeout: float = 60) -> None:
         parts = urlsplit(url)
@@ -20,6 +21,7 @@ class Scraper:
         self.headers = {"Accept-Encoding": "gzip"} if compressed else {}
         self.timeout = timeout
         self.connection: http.client.HTTPConnection | None = None
+        self.sent_bytes = 0
 
     def __call__(self) -> bytes:
         reused = self.connection is not None
@@ -38,6 +40,7 @@ class Scraper:
             raise RuntimeError(f"{self.host}:{self.port}{self.path} answered {answer.status}")
         if answer.will_close:
             self.close()
+        self.sent_bytes = len(body)
         return gzip.decompress(body) if answer.getheader("Content-Encoding") == "gzip" else body
 
     def close(self) -> None:

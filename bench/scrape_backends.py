@@ -24,7 +24,7 @@ from bench.plots import save_timings  # noqa: E402
 from devstack.debezium import DebeziumProcess, postgres_connector_properties  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
-from tests.integration.conftest import parse, value  # noqa: E402
+from devstack.samples import parse, value  # noqa: E402
 
 
 def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[bytes], int]:

@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.kafka import KafkaBroker
 from devstack.mariadb import MariaDbServer
 from devstack.postgres import PostgresServer
 from devstack.procs import free_port, port_open, wait_for
+from devstack.samples import Values, parse, value  # noqa: F401 (the tests import them from here)
 
 
 @pytest.fixture(scope="session")
@@ -58,10 +58,6 @@ def mariadb(stack_dir: Path) -> Iterator[MariaDbServer]:
     server.stop()
 
 
-Values = dict[tuple[str, frozenset[tuple[str, str]]], float]
-"""Samples of a scrape: (name, its labels as a set of pairs) -> value."""
-
-
 class Serve:
     """A running `cdcwatch serve` process and a way to scrape it."""
 
@@ -92,11 +88,6 @@ class Serve:
         self.process.wait(30)
 
 
-def parse(text: str) -> Values:
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
 def promtool_check(text: str) -> None:
     """`promtool check metrics` on an exposition; fails the test with promtool's complaints, or without promtool."""
     promtool = shutil.which("promtool")
@@ -113,13 +104,6 @@ def process_start_time(pid: int) -> float:
     boot = time.time() - float(Path("/proc/uptime").read_text().split()[0])
     ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
     return boot + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def value(values: Values, name: str, **labels: str) -> float | None:
-    """The one sample of `name` whose labels include `labels` (None if absent)."""
-    found = [v for (n, ls), v in values.items() if n == name and set(labels.items()) <= set(ls)]
-    assert len(found) <= 1, f"{name}{labels} matches {len(found)} series"
-    return found[0] if found else None
 
 
 @pytest.fixture
