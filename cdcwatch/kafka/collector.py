@@ -168,6 +168,7 @@ class KafkaCollector:
     def __init__(self, cluster: KafkaClusterConfig) -> None:
         self.cluster = cluster
         self.target = cluster.name
+        self.address = cluster.bootstrap_servers
         self.reader = ClusterReader(cluster)
         self.messages = MessageReader(cluster)
         self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
