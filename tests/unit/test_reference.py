@@ -1,10 +1,17 @@
-"""The README's config and metrics references are generated from the code and may not drift."""
+"""The configuration and metrics references are generated from the code and may not drift; what the configuration
+reference documents is what the validator accepts."""
 
 from pathlib import Path
 
-from cdcwatch.reference import config_reference, metrics_reference
+import pytest
+import yaml
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from cdcwatch.config import load_config
+from cdcwatch.reference import DOCS_PAGES, config_reference, example_config, metrics_reference
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+PASSWORDS = {"PG_PASSWORD": "p", "MYSQL_PASSWORD": "m", "CONNECT_PASSWORD": "c"}
 
 
 def section(text, name):
@@ -20,3 +27,38 @@ def test_readme_metrics_reference_is_current():
 def test_readme_config_reference_is_current():
     assert section(README.read_text(), "config-reference") == config_reference(), \
         "README config reference is stale: run `cdcwatch mixin generate`"
+
+
+@pytest.mark.parametrize("page", sorted(DOCS_PAGES))
+def test_docs_page_is_current(page):
+    command = "config" if page.endswith("configuration.md") else "metrics"
+    assert (ROOT / page).read_text() == DOCS_PAGES[page](), f"{page} is stale: run `cdcwatch docs {command} > {page}`"
+
+
+def test_a_config_in_every_documented_shape_loads(tmp_path):
+    """Built from the published page's table alone (sections as the table says: a mapping, or a list of them)."""
+    documented = (ROOT / "docs/configuration.md").read_text()
+    example = example_config(documented)
+    path = tmp_path / "every-key.yml"
+    path.write_text(yaml.safe_dump(example))
+    config = load_config(path, env=PASSWORDS)
+    assert config.connect[0].jmx is not None and config.connect[0].jmx.port == 9011
+    assert [len(getattr(config, key)) for key in ("targets", "kafka", "connect", "postgres", "mysql")] == [1] * 5
+
+
+def test_every_documented_default_is_the_default(tmp_path):
+    """The example spells out every documented default: loaded, it equals a config that leaves them all out."""
+    example = example_config(config_reference())
+    spelled_out = tmp_path / "spelled-out.yml"
+    spelled_out.write_text(yaml.safe_dump(example))
+    minimal = {section: [{key: value for key, value in entry.items() if key in REQUIRED[section]} for entry in entries]
+               for section, entries in example.items() if isinstance(entries, list)}
+    left_out = tmp_path / "left-out.yml"
+    left_out.write_text(yaml.safe_dump(minimal))
+    assert load_config(spelled_out, env=PASSWORDS) == load_config(left_out, env=PASSWORDS)
+
+
+REQUIRED = {"targets": {"name", "jmx"}, "kafka": {"name", "bootstrap_servers"},
+            "connect": {"name", "url", "username", "password", "jmx"}, "postgres": {"name", "password"},
+            "mysql": {"name", "user", "password"}}
+"""Per list section: the keys the example sets that are no defaults (required, or from its example values)."""
