@@ -28,11 +28,13 @@ from typing import Any
 
 from devstack.demo_settings import (
     APPLY_RATE,
+    CATCH_UP_SECONDS,
     COMMIT_GROUP,
     CONNECTOR,
     DEMO_MIXIN,
     PUBLICATION,
     QUERY,
+    QUIET_EVALUATIONS,
     SCRAPE_INTERVAL,
     SERVER,
     SIGNAL_TABLE,
@@ -115,6 +117,33 @@ class _Traffic:
         with self.lock:
             first, self.next_id = self.next_id, self.next_id + rows
         self.pg.sql(f"INSERT INTO customers SELECT g, 'burst ' || g, now() FROM generate_series({first}, {first + rows - 1}) g")
+
+
+class _Quiet:
+    """Whether no alert has been pending or firing for `seconds` (several rule evaluations in a row).
+
+    The demo is ready once its pipeline has caught up: the connector's initial snapshot (the customers and the
+    orders tables) reaches Kafka faster than the apply job, held to APPLY_RATE records a batch, applies it, so a
+    backlog builds whatever order the components start in (and the apply job's JVM takes longer to start than the
+    snapshot to finish). While it drains, freshness and lag alerts fire; ready before that, the first screen would
+    page for a healthy pipeline."""
+
+    def __init__(self, prometheus_url: str, seconds: float) -> None:
+        from cdcwatch.mixin.preview import PrometheusApi
+
+        self.api = PrometheusApi(prometheus_url, timeout=5)
+        self.seconds = seconds
+        self.since: float | None = None
+        self.active: list[str] = []
+
+    def held(self) -> bool:
+        alerts = self.api.get("/api/v1/alerts")["alerts"]  # pending and firing alike
+        self.active = sorted({f"{a['labels']['alertname']} ({a['state']})" for a in alerts})
+        if self.active:
+            self.since = None
+            return False
+        self.since = self.since or time.monotonic()
+        return time.monotonic() - self.since >= self.seconds
 
 
 class DemoStack:
@@ -242,6 +271,13 @@ class DemoStack:
         })
         self.log("        waiting for Prometheus to see the apply job's first changes ...")
         wait_for(self._applying, 600, f"the apply job's first changes in Prometheus (log {self.apply.log})", interval=1)
+        self.log("        waiting for the pipeline to catch up with the initial snapshot ...")
+        quiet = _Quiet(self.prometheus.url, float(SCRAPE_INTERVAL.rstrip("s")) * QUIET_EVALUATIONS)
+        try:
+            wait_for(quiet.held, CATCH_UP_SECONDS, "no alert pending or firing", interval=1)
+        except StackError:  # the pipeline runs: show it, with what is still active, rather than stop it
+            self.log(f"        not caught up after {CATCH_UP_SECONDS} s; still active: {', '.join(quiet.active)} "
+                     f"(see {self.prometheus.url}/alerts)")
 
     def _applying(self) -> bool:
         """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since
@@ -410,9 +446,10 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
         print(_where(stack), flush=True)
         print("ready: the pipeline runs; Ctrl-C stops everything", flush=True)
         summary = Summary(stack.info)
-        while not stopping.wait(30 if headless else 2):
+        while True:  # the first status at once: what a newcomer sees first
             print(summary.line() if headless else summary.screen(), flush=True)
-        return 0
+            if stopping.wait(30 if headless else 2):
+                return 0
     except StackError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1

@@ -32,3 +32,7 @@ STATUS_WINDOW_SAMPLES = 5
 """cdcwatch's consumer-status window in the demo: a frozen consumer reads STOP after this many scrapes."""
 SCRAPE_INTERVAL = "3s"
 """Prometheus scrape and evaluation interval (and scrape timeout); every collector's deadline stays below it."""
+QUIET_EVALUATIONS = 5
+"""Rule evaluations in a row without a pending or firing alert before the demo says it is ready."""
+CATCH_UP_SECONDS = 300
+"""How long the demo waits for that at most (it then says which alerts are still active, and runs on)."""
