@@ -446,10 +446,9 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
         print(_where(stack), flush=True)
         print("ready: the pipeline runs; Ctrl-C stops everything", flush=True)
         summary = Summary(stack.info)
-        while True:  # the first status at once: what a newcomer sees first
+        while not stopping.wait(30 if headless else 2):
             print(summary.line() if headless else summary.screen(), flush=True)
-            if stopping.wait(30 if headless else 2):
-                return 0
+        return 0
     except StackError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1

@@ -72,12 +72,13 @@ def demo(demo_runs):
 
 
 def first_status_line(log: Path) -> str:
-    """The first status line the demo printed after "ready" (at once, before any scenario could run)."""
+    """The first status line the demo printed after "ready" (30 s later, awaited before any scenario runs)."""
     return next(line for line in log.read_text().partition("ready:")[2].splitlines() if "firing:" in line)
 
 
 def test_the_first_status_after_ready_fires_nothing(demo) -> None:
-    """A newcomer's first screen: the healthy pipeline, caught up with its initial snapshot, pages nobody."""
+    """A newcomer's first screen: the healthy pipeline, caught up with its initial snapshot, pages nobody (alerts
+    pending at "ready" would fire within the demo's 10-15 s `for`, before this line)."""
     _, _, _, log = demo
     line = first_status_line(log)
     assert line.endswith("firing: none"), line
