@@ -171,7 +171,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
-    print(reference.metrics_reference() if args.what == "metrics" else reference.config_reference(), end="")
+    print(reference.metrics_page() if args.what == "metrics" else reference.config_page(), end="")
     return EXIT_OK
 
 

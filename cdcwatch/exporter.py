@@ -23,6 +23,7 @@ from cdcwatch import __version__
 from cdcwatch.config import Config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.debezium import DebeziumCollector
+from cdcwatch.failures import FailureKind, describe
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, metric_specs
 from cdcwatch.jmx import make_client
 from cdcwatch.kafka import KafkaCollector
@@ -76,6 +77,8 @@ class TargetResult:
     duration_seconds: float
     error: str | None = None
     collection: Collection = field(default_factory=Collection)
+    failure: FailureKind | None = None
+    """What failed (refused, unknown host, timeout, TLS, authentication, ...), when up is False."""
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
@@ -187,16 +190,17 @@ class Exporter:
 
     def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
         name, target = scheduled.collector.kind, scheduled.collector.target
+        address = getattr(scheduled.collector, "address", target)
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
             result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
-            result = TargetResult(name, target, False, time.monotonic() - started,
-                                  f"no answer within {scheduled.timeout_seconds:g}s")
+            failure = describe(TimeoutError(f"no answer within {scheduled.timeout_seconds:g}s"), address, name)
+            result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         except Exception as exc:  # a collector failure must never fail the scrape
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            result = TargetResult(name, target, False, time.monotonic() - started, message)
+            failure = describe(exc, address, name)
+            result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         self._record(result)
         return result
 

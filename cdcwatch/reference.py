@@ -1,15 +1,18 @@
 """Generated Markdown references: metrics from their specs, configuration from the models.
 
-The documentation embeds both between markers (`<!-- metrics-reference:start -->` ... `<!-- metrics-reference:end -->`);
-`cdcwatch mixin generate` rewrites them (`with_references`), and a test fails on any drift.
+`cdcwatch docs config|metrics` prints them as the documentation's pages docs/configuration.md and
+docs/metrics.md (`DOCS_PAGES`), which `cdcwatch mixin generate` writes; tests fail on any drift.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
+import yaml
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from cdcwatch.config import Config
 from cdcwatch.connect import jmx_rules
@@ -26,7 +29,8 @@ from cdcwatch.reconcile.collector import RECONCILE_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.metrics import SPARK_METRICS
 
-__all__ = ["config_reference", "has_references", "metric_types", "metrics_reference", "with_references"]
+__all__ = ["DOCS_PAGES", "config_page", "config_reference", "example_config", "metric_types", "metrics_page",
+           "metrics_reference"]
 
 _BEAN_LABELS = "target, plugin, server, context (+ task, database, custom tags, static labels)"
 _KAFKA_LABELS = "target (the cluster name) and the cluster's static labels"
@@ -88,40 +92,61 @@ def _row(spec: MetricSpec, source: str | None = None) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-_TYPE_WORDS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "SecretStr": "secret string",
-               "dict": "mapping of strings"}
+_TYPE_WORDS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "SecretStr": "secret string"}
+_SECTION, _SECTION_LIST = "mapping (keys below)", "list of mappings (keys below)"
+"""The type words of keys whose value holds further keys: one mapping, or a list of them."""
 
 
 def _type_name(annotation: Any) -> str:
-    """A reader's name for a field type (no `|`, which would break the table)."""
-    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
-    if getattr(annotation, "__origin__", None) is Literal:
+    """A reader's name for a field type (no `|`, which would break the table); `X | None` reads as X."""
+    origin, args = get_origin(annotation), [a for a in get_args(annotation) if a is not type(None)]
+    if origin is Literal:
         return "one of " + ", ".join(f"`{a}`" for a in args)
-    if getattr(annotation, "__origin__", None) is dict:
-        return _TYPE_WORDS["dict"]
-    if args and getattr(annotation, "__origin__", None) is not list:
+    if origin is dict:
+        return f"mapping of {_type_name(args[0])} to {_type_name(args[1])}" if args else "mapping"
+    if origin is list:
+        return f"list of {_type_name(args[0])}s" if args else "list"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _SECTION
+    if args:  # Optional / Union
         return _type_name(args[0])
-    return _TYPE_WORDS.get(getattr(annotation, "__name__", ""), getattr(annotation, "__name__", str(annotation)))
+    name = getattr(annotation, "__name__", str(annotation))
+    return _TYPE_WORDS.get(name, name)
 
 
-def _model_rows(model: type[BaseModel], prefix: str, rows: list[str]) -> None:
+def _section(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a key's value is (or is a list of), and whether it is a list."""
+    origin, args = get_origin(annotation), [a for a in get_args(annotation) if a is not type(None)]
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return args[0], True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    if origin is not None and origin is not list and origin is not dict and len(args) == 1:  # X | None
+        return _section(args[0])
+    return None, False
+
+
+def _default(field: FieldInfo, nested: type[BaseModel] | None, value: Any) -> str:
+    """The default as YAML (what the user would write), `required`, or `-` (absent: no value, or the keys below)."""
+    if field.is_required():
+        return "required"
+    if nested is not None or value is None:
+        return "-"
+    return f"`{json.dumps(value)}`"
+
+
+def _model_rows(model: type[BaseModel], prefix: str, rows: list[str], defaults: BaseModel | None = None) -> None:
+    """The rows of `model`'s keys; a section's keys default to what its own default holds (`kafka[].topics`
+    leaves out `__.*`, while a NameFilter written out allows everything)."""
     for name, field in model.model_fields.items():
-        path = f"{prefix}{name}"
-        annotation = field.annotation
-        nested = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-        items = getattr(annotation, "__args__", ())
-        if nested is None and items and isinstance(items[0], type) and issubclass(items[0], BaseModel):
-            nested, path = items[0], path + "[]"
-        if field.is_required():
-            default = "required"
-        elif field.default_factory is not None:
-            default = "`{}`" if "dict" in str(annotation) else "-"
-        else:
-            default = f"`{field.default}`" if field.default is not None else "-"
-        kind = nested.__name__ if nested else _type_name(annotation)
-        rows.append(f"| `{path}` | {kind} | {default} | {field.description or ''} |")
+        nested, is_list = _section(field.annotation)
+        path = f"{prefix}{name}" + ("[]" if is_list else "")
+        kind = (_SECTION_LIST if is_list else _SECTION) if nested else _type_name(field.annotation)
+        value = (getattr(defaults, name) if defaults is not None
+                 else None if field.is_required() else field.get_default(call_default_factory=True))
+        rows.append(f"| `{path}` | {kind} | {_default(field, nested, value)} | {field.description or ''} |")
         if nested is not None:
-            _model_rows(nested, path + ".", rows)
+            _model_rows(nested, path + ".", rows, value if isinstance(value, BaseModel) else None)
 
 
 def config_reference() -> str:
@@ -131,19 +156,73 @@ def config_reference() -> str:
     return "\n".join(rows) + "\n"
 
 
-_REFERENCES = {"config-reference": config_reference, "metrics-reference": metrics_reference}
+_EXAMPLE_VALUES = {
+    "targets[].jmx.host": "connect-1", "targets[].jmx.port": 9010, "connect[].jmx.host": "connect-1",
+    "connect[].jmx.port": 9011, "kafka[].bootstrap_servers": "kafka-1:9092,kafka-2:9092",
+    "connect[].url": "http://connect-1:8083", "postgres[].password": "${PG_PASSWORD}", "mysql[].user": "cdcwatch",
+    "mysql[].password": "${MYSQL_PASSWORD}", "connect[].username": "monitor", "connect[].password": "${CONNECT_PASSWORD}",
+    "reconcile[].source.table": "public.orders", "reconcile[].target.table": "public.orders",
+}
+"""Values for the example where the type alone makes no valid one (an endpoint needs host and port)."""
+_TYPE_EXAMPLES: dict[str, Any] = {"string": "main", "integer": 1, "number": 1.0, "boolean": True}
+_ROW = re.compile(r"^\| `([^`]+)` \| ([^|]+) \| ([^|]+) \|", re.MULTILINE)
 
 
-def has_references(text: str) -> bool:
-    """Whether Markdown `text` holds the markers of a reference."""
-    return any(f"<!-- {name}:start -->" in text for name in _REFERENCES)
+def example_config(reference: str) -> dict[str, Any]:
+    """A configuration built from a reference's table alone, in the shapes it documents: every section (a mapping,
+    or a list of one mapping), every required key, every key with a documented default, and the keys of
+    `_EXAMPLE_VALUES`. Loading it with the real loader proves the reference documents what the validator accepts."""
+    document: dict[str, Any] = {}
+    for path, kind, default in _ROW.findall(reference):
+        kind, default = kind.strip(), default.strip()
+        if kind in (_SECTION, _SECTION_LIST):
+            value: Any = [{}] if kind == _SECTION_LIST else {}
+        elif path in _EXAMPLE_VALUES:
+            value = _EXAMPLE_VALUES[path]
+        elif default == "required" and kind.startswith("one of `"):
+            value = kind.split("`")[1]  # the first of the choices
+        elif default == "required":
+            value = _TYPE_EXAMPLES.get(kind, "main")
+        elif default.startswith("`"):
+            value = yaml.safe_load(default.strip("`"))
+        else:
+            continue
+        parts = path.removesuffix("[]").split(".")
+        node = document
+        for part in parts[:-1]:
+            node = node[part.removesuffix("[]")]
+            node = node[0] if isinstance(node, list) else node
+        node[parts[-1]] = value
+    return document
 
 
-def with_references(text: str) -> str:
-    """Markdown `text` with what stands between each reference's start and end markers generated anew."""
-    for name, reference in _REFERENCES.items():
-        start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
-        head, found, rest = text.partition(start)
-        if found and end in rest:
-            text = head + start + reference() + end + rest.partition(end)[2]
-    return text
+def config_page() -> str:
+    """docs/configuration.md: the reference, and an example generated from it."""
+    reference = config_reference()
+    example = yaml.safe_dump(example_config(reference), sort_keys=False, default_flow_style=False)
+    return (
+        "# Configuration reference\n\n"
+        "`cdcwatch serve` and `cdcwatch check` read one YAML file (`--config`). Every key, its type, its default and "
+        "what it means, generated (`cdcwatch docs config`) from the models the configuration is validated with. "
+        "A key marked `[]` holds a list of mappings; `x.y` is key `y` inside the mapping of key `x`. Secrets are "
+        "read from the environment: write `${VARIABLE}`, never the secret itself. A file with an unknown key, a "
+        "value of the wrong type or a missing required key is refused before anything starts (exit status 2), "
+        "naming the key.\n\n"
+        f"{reference}\n"
+        "## Every key at once\n\n"
+        "Generated from the table above: every section in its shape, every required key, and every default "
+        "spelled out. It loads as it is (with the password variables set); a real file needs only the keys it "
+        "changes.\n\n"
+        f"```yaml\n{example}```\n")
+
+
+def metrics_page() -> str:
+    """docs/metrics.md: every metric cdcwatch exports."""
+    return ("# Metrics reference\n\n"
+            "Every metric cdcwatch exports, generated (`cdcwatch docs metrics`) from the declarations the collectors "
+            "use.\n\n" + metrics_reference())
+
+
+DOCS_PAGES = {"docs/configuration.md": config_page, "docs/metrics.md": metrics_page}
+"""The generated pages of the documentation (relative to the repository): what `cdcwatch docs config|metrics`
+prints."""

@@ -28,11 +28,13 @@ from typing import Any
 
 from devstack.demo_settings import (
     APPLY_RATE,
+    CATCH_UP_SECONDS,
     COMMIT_GROUP,
     CONNECTOR,
     DEMO_MIXIN,
     PUBLICATION,
     QUERY,
+    QUIET_EVALUATIONS,
     RECONCILE_CONFIRM_RECHECKS,
     RECONCILE_PAIR,
     RECONCILE_SETTLE_SECONDS,
@@ -131,6 +133,33 @@ def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int
             f"    pass_interval_seconds: 1\n"
             f"    freshness_url: http://127.0.0.1:{spark_metrics_port}/metrics\n"
             f"    freshness_labels: {{server: {SERVER}}}\n")
+
+
+class _Quiet:
+    """Whether no alert has been pending or firing for `seconds` (several rule evaluations in a row).
+
+    The demo is ready once its pipeline has caught up: the connector's initial snapshot (the customers and the
+    orders tables) reaches Kafka faster than the apply job, held to APPLY_RATE records a batch, applies it, so a
+    backlog builds whatever order the components start in (and the apply job's JVM takes longer to start than the
+    snapshot to finish). While it drains, freshness and lag alerts fire; ready before that, the first screen would
+    page for a healthy pipeline."""
+
+    def __init__(self, prometheus_url: str, seconds: float) -> None:
+        from cdcwatch.mixin.preview import PrometheusApi
+
+        self.api = PrometheusApi(prometheus_url, timeout=5)
+        self.seconds = seconds
+        self.since: float | None = None
+        self.active: list[str] = []
+
+    def held(self) -> bool:
+        alerts = self.api.get("/api/v1/alerts")["alerts"]  # pending and firing alike
+        self.active = sorted({f"{a['labels']['alertname']} ({a['state']})" for a in alerts})
+        if self.active:
+            self.since = None
+            return False
+        self.since = self.since or time.monotonic()
+        return time.monotonic() - self.since >= self.seconds
 
 
 class DemoStack:
@@ -259,6 +288,13 @@ class DemoStack:
         })
         self.log("        waiting for Prometheus to see the apply job's first changes ...")
         wait_for(self._applying, 600, f"the apply job's first changes in Prometheus (log {self.apply.log})", interval=1)
+        self.log("        waiting for the pipeline to catch up with the initial snapshot ...")
+        quiet = _Quiet(self.prometheus.url, float(SCRAPE_INTERVAL.rstrip("s")) * QUIET_EVALUATIONS)
+        try:
+            wait_for(quiet.held, CATCH_UP_SECONDS, "no alert pending or firing", interval=1)
+        except StackError:  # the pipeline runs: show it, with what is still active, rather than stop it
+            self.log(f"        not caught up after {CATCH_UP_SECONDS} s; still active: {', '.join(quiet.active)} "
+                     f"(see {self.prometheus.url}/alerts)")
 
     def _applying(self) -> bool:
         """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since

@@ -37,3 +37,7 @@ RECONCILE_PAIR = "customers"
 RECONCILE_SETTLE_SECONDS = 4
 RECONCILE_CONFIRM_RECHECKS = 2
 """A differing row counts as diverged after 2 re-checks 4 s apart (the demo's pipeline lags a few seconds)."""
+QUIET_EVALUATIONS = 5
+"""Rule evaluations in a row without a pending or firing alert before the demo says it is ready."""
+CATCH_UP_SECONDS = 300
+"""How long the demo waits for that at most (it then says which alerts are still active, and runs on)."""

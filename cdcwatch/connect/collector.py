@@ -36,8 +36,9 @@ from typing import Any
 
 from cdcwatch.config import ConnectWorkerConfig
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_JMX_QUERIES, CONNECT_RULES, JMX_STATES, STATUS_RULES
+from cdcwatch.failures import describe, exception_class
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
-from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds, make_client
+from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jmx_address, jvm_start_time_seconds, make_client
 
 __all__ = ["CONNECTORS_PATH", "CONNECT_JMX_METRICS", "CONNECT_METRICS", "CONNECTOR_STATES", "MALFORMED_PARTS",
            "MAX_BODY_BYTES", "PRODUCER_APP_INFO_QUERIES", "RESTART_REASONS", "ConnectCollector", "ConnectRestError",
@@ -134,15 +135,6 @@ _DEBEZIUM_CLASS = re.compile(r"io\.debezium\.connector\.(\w+)\.")
 _PLUGIN_DOMAINS = {"postgresql": "postgres", "sqlserver": "sql_server"}
 """Debezium connector packages whose MBean domain (`debezium.<plugin>`) is spelled otherwise."""
 
-_EXCEPTION_CLASS = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)")
-
-
-def exception_class(trace: str | None) -> str:
-    """The first exception class named in a Java stack trace: a bounded label value, never free text."""
-    match = _EXCEPTION_CLASS.match((trace or "").strip())
-    return match.group(1)[:200] if match else "unknown"
-
-
 def debezium_plugin(connector_class: str) -> str:
     """The `plugin` label the connector's Debezium series carry (its MBean domain `debezium.<plugin>`); empty for
     a connector that is not Debezium's."""
@@ -221,6 +213,7 @@ class ConnectCollector:
     def __init__(self, worker: ConnectWorkerConfig) -> None:
         self.worker = worker
         self.target = worker.name
+        self.address = worker.url
         self.jmx: JmxClient | None = make_client(worker.jmx, worker.timeout_seconds) if worker.jmx else None
         self.restarts = TaskRestarts()
         self._context = ssl.create_default_context(cafile=worker.ca_file) if worker.url.startswith("https") else None
@@ -287,7 +280,11 @@ class ConnectCollector:
         for part in MALFORMED_PARTS:
             self._add(builder, "cdcwatch_connect_rest_malformed_total", self.malformed[part], part=part)
         if self.jmx is not None:
-            self._jmx_families(builder, servers, connectors)
+            try:
+                self._jmx_families(builder, servers, connectors)
+            except Exception as exc:  # the error names the JMX endpoint, not the REST API that answered
+                jmx = jmx_address(self.worker.jmx) if self.worker.jmx else "JMX"
+                raise describe(exc, jmx, self.kind) from exc
         clashing = sorted(server for server, others in conflicts.items() if others)
         summary = f"{len(connectors)} connectors, {failed} failed"
         return Collection(builder.families(), summary + (f", server name used twice: {', '.join(clashing)}"

@@ -10,7 +10,7 @@ from prometheus_client.samples import Sample
 from cdcwatch.config import TargetConfig
 from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, convert, requested_attributes
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
-from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jvm_start_time_seconds
+from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jmx_address, jvm_start_time_seconds
 
 __all__ = ["DEBEZIUM_BEAN_METRICS", "DEBEZIUM_METRICS", "MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
 
@@ -76,6 +76,7 @@ class DebeziumCollector:
 
     def __init__(self, target: TargetConfig, client: JmxClient) -> None:
         self.target = target.name
+        self.address = jmx_address(target.jmx)
         self._static = dict(target.labels)
         self._client = client
         self._attributes = requested_attributes()

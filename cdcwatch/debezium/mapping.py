@@ -137,7 +137,9 @@ RULES: tuple[Rule, ...] = (
     _text("MonitoredTables", "deprecated duplicate of CapturedTables"),
     # --- snapshot ---------------------------------------------------------------------------
     Rule("TotalTableCount", _g("snapshot_tables", "Tables included in the snapshot.")),
-    Rule("RemainingTableCount", _g("snapshot_remaining_tables", "Tables the snapshot has yet to copy.")),
+    Rule("RemainingTableCount", _g("snapshot_remaining_tables", (
+        "Tables the snapshot has yet to copy; 0 once it completed (Debezium counts its signal table, which it never "
+        "copies, until it restarts)."))),
     Rule("SnapshotDurationInSeconds", _g("snapshot_duration_seconds", "Time the snapshot has taken so far, paused time included.")),
     Rule("SnapshotPausedDurationInSeconds", _g("snapshot_paused_duration_seconds", "Time the snapshot was paused, added up.")),
     Rule("RowsScanned", _c("snapshot_rows_scanned", "Rows scanned per table (updated every 10,000 rows and when a table completes).", "table"), Conversion.PER_KEY, key_label="table"),
@@ -337,7 +339,14 @@ _RULES_BY_ATTRIBUTE: dict[str, Rule] = {r.attribute: r for r in RULES}
 
 
 def convert(attributes: Mapping[str, JmxValue]) -> Iterator[Sample]:
-    """Every sample the mapping table gives for one bean's attribute values."""
+    """Every sample the mapping table gives for one bean's attribute values.
+
+    A completed snapshot has no table left to copy: Debezium keeps the tables it includes but never copies (its
+    own signal table, `signal.data.collection`) in RemainingTableCount after completing, which would hold the
+    snapshot's progress by tables below 100 % (2 of 3 tables, 67 %, with a signal table) for good.
+    """
+    if attributes.get("SnapshotCompleted") is True and attributes.get("RemainingTableCount"):
+        attributes = {**attributes, "RemainingTableCount": 0}
     for name, value in attributes.items():
         rule = _RULES_BY_ATTRIBUTE.get(name)
         if rule is None or rule.spec is None:

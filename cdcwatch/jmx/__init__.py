@@ -16,7 +16,12 @@ from cdcwatch.jmx.client import (
 )
 
 __all__ = ["RUNTIME_BEAN", "JmxClient", "JmxError", "JmxQuery", "JmxValue", "MBean", "jvm_start_time_seconds",
-           "make_client", "parse_object_name", "pattern_matches"]
+           "jmx_address", "make_client", "parse_object_name", "pattern_matches"]
+
+
+def jmx_address(settings: JmxSettings) -> str:
+    """Where a JMX endpoint is, as an error names it: `host:port`, or the service URL given instead."""
+    return f"{settings.host}:{settings.port}" if settings.host else settings.service_url
 
 
 def make_client(settings: JmxSettings, timeout_seconds: float) -> JmxClient:

@@ -26,23 +26,31 @@ Partition = tuple[str, int]
 _FATAL_CODES = {"_AUTHENTICATION", "_SSL", "SASL_AUTHENTICATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
                 "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "_INVALID_ARG"}
 """librdkafka errors that a retry will not cure: the scrape's error names them instead of a timeout."""
+_CONNECTION_CODES = {"_TRANSPORT", "_RESOLVE"}
+"""librdkafka errors that say why a broker cannot be reached (refused, unknown host), where the failed request
+itself only says "Broker transport failure"."""
 
 
 class ClientErrors:
-    """The last error librdkafka reported through `error_cb` that says why it cannot talk to the cluster."""
+    """The last errors librdkafka reported through `error_cb` that say why it cannot talk to the cluster."""
 
     def __init__(self) -> None:
         self.last: str | None = None
+        self.connection: str | None = None
 
     def record(self, error: KafkaError) -> None:
         if error.name() in _FATAL_CODES:
             self.last = f"{error.name()}: {error.str()}"
+        elif error.name() in _CONNECTION_CODES:
+            self.connection = f"{error.name()}: {error.str()}"
 
     def explain(self, exc: BaseException) -> BaseException:
-        """`exc`, or a ConnectionError naming the recorded cause (a wrong password, an untrusted certificate)."""
-        if self.last is None:
+        """`exc`, or a ConnectionError naming the recorded cause: a wrong password, an untrusted certificate
+        before a broker refusing the connection or a name that does not resolve."""
+        cause = self.last or self.connection
+        self.last = self.connection = None
+        if cause is None:
             return exc
-        cause, self.last = self.last, None
         return ConnectionError(f"the Kafka client cannot connect: {cause}")
 
 

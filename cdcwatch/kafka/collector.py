@@ -5,6 +5,11 @@ Everything is read at scrape time under the cluster's deadline: one batch of bro
 (cluster.py), then bounded single-message reads for lag in seconds and freshness (messages.py),
 both cached so a steady group or an idle topic costs no fetch. The topics' retention settings are
 read every few minutes, and no scrape waits for them.
+
+A partition of a consumed topic where the group has committed no offset is measured from the log start, in
+messages and in seconds alike: the messages kept, and the age of the first of them (what a consumer that starts
+from `earliest` reads first). Both are 0 on an empty partition. The retention runway and margin leave such a
+partition out: they measure how close retention is to what the group has committed to read next.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ KAFKA_METRICS = metric_specs(
         "committed."),
         (*_PARTITION, "server")),
     MetricSpec("cdcwatch_kafka_consumergroup_lag_seconds", "gauge", (
-        "Age of the next message the group will consume, 0 when caught up. method=timestamp: exact, the "
+        "Age of the next message the group will consume, 0 when caught up; where the group committed nothing, of "
+        "the first message kept (the log start, as the lag in messages). method=timestamp: exact, the "
         "message's broker timestamp; where the broker keeps none (Kafka < 0.10): method=payload, a Debezium "
         "event's own payload.ts_ms, else method=interpolated, from (time, end offset) samples (a lower bound "
         "at first)."),
@@ -148,6 +154,8 @@ class _Row:
     partition: int
     committed: int | None
     lag: int
+    position: int = 0
+    """Offset of the next message the group will consume: the committed one, else the log start."""
     lag_seconds: float | None = None
     method: str = ""
     status: ConsumerStatus = ConsumerStatus.OK
@@ -168,6 +176,7 @@ class KafkaCollector:
     def __init__(self, cluster: KafkaClusterConfig) -> None:
         self.cluster = cluster
         self.target = cluster.name
+        self.address = cluster.bootstrap_servers
         self.reader = ClusterReader(cluster)
         self.messages = MessageReader(cluster)
         self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
@@ -241,30 +250,32 @@ class KafkaCollector:
                 end, start = state.end.get(where, 0), state.start.get(where, 0)
                 lag = end - (committed if committed is not None else start)
                 margin = None if committed is None else committed - start
-                rows.append(_Row(group, topic, partition, committed, max(lag, 0), margin=margin))
+                rows.append(_Row(group, topic, partition, committed, max(lag, 0), margin=margin,
+                                 position=committed if committed is not None else start))
         return rows
 
     def _pending_timestamps(self, rows: list[_Row]) -> list[At]:
         """The next message to consume wherever a group lags (its age is the lag in seconds)."""
         if not self.cluster.lag_seconds:
             return []
-        return [(r.topic, r.partition, r.committed) for r in rows if r.committed is not None and r.lag > 0]
+        return [(r.topic, r.partition, r.position) for r in rows if r.lag > 0]
 
     def _lag_seconds(self, rows: list[_Row], state: ClusterState, stamps: dict[At, tuple[float, str] | None]) -> None:
+        """The age of the message at each row's position: where the group committed nothing, the first message kept
+        (the log start), where its lag in messages counts from too, so that the two always measure the same
+        backlog (both 0 on an empty partition)."""
         for row in rows:
-            if row.committed is None:
-                continue
             if row.lag == 0:
                 row.lag_seconds, row.method = 0.0, "timestamp"
                 continue
-            at = (row.topic, row.partition, row.committed)
+            at = (row.topic, row.partition, row.position)
             if at not in stamps:
                 continue  # not read within this scrape's deadline: the next scrape finds it cached
             stamp = stamps[at]
             if stamp is not None:
                 row.lag_seconds, row.method = max(state.read_at - stamp[0], 0.0), stamp[1]
                 continue
-            written = self.history[(row.topic, row.partition)].written_at(row.committed)
+            written = self.history[(row.topic, row.partition)].written_at(row.position)
             if written is not None:
                 row.lag_seconds, row.method = max(state.read_at - written, 0.0), "interpolated"
 
@@ -273,8 +284,8 @@ class KafkaCollector:
         """How close time retention is to the next message each group will consume (where both are known)."""
         for row in rows:
             retention = state.retention.get(row.topic)
-            if retention is None or retention.ms is None or row.lag_seconds is None:
-                continue
+            if retention is None or retention.ms is None or row.lag_seconds is None or row.committed is None:
+                continue  # a partition without a commit counts not, as in the margin
             keep = retention.ms / 1000
             row.runway = keep - row.lag_seconds
             if keep > 0:

@@ -118,6 +118,7 @@ class BinlogCollector:
     def __init__(self, source: MysqlSourceConfig) -> None:
         self.source = source
         self.target = source.name
+        self.address = f"{source.host}:{source.port}"
         self.started: dict[str, float] = {}
         """Start time of each binlog read so far (by file name); a file's start is the rotation of the one before."""
         self.dump_denied = False

@@ -123,6 +123,7 @@ class ReplicationSlotCollector:
     def __init__(self, source: PostgresSourceConfig) -> None:
         self.source = source
         self.target = source.name
+        self.address = f"{source.host}:{source.port}"
         self.advanced: dict[str, tuple[str | None, float]] = {}
         self.wal_directory_denied = False
         """The WAL directory could not be listed (said once in the log, tried again every scrape)."""

@@ -39,6 +39,7 @@ from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from cdcwatch import failures
 from cdcwatch.families import MetricSpec, metric_specs
 from cdcwatch.spark.stages import (
     MEASURED_STAGES,
@@ -142,22 +143,15 @@ EXCEPTION_CLASSES = ("KafkaIllegalStateException", "DatabaseError", "StreamingQu
 """Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError;
 Spark's Kafka source reports records lost before they were read as KafkaIllegalStateException);
 anything else reads `other`."""
-_CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Exception|Error))\b")
 _WRAPPERS = frozenset({"StreamingQueryException", "PythonException", "SparkException"})
 _DATABASE_ERROR = re.compile(r"\bpsycopg2?\.errors\.\w+")
 
 
 def exception_class(text: str | None) -> str:
     """The most telling known exception class in a failure's text (innermost cause first), or `other`."""
-    if not text:
-        return "other"
-    if _DATABASE_ERROR.search(text):
+    if text and _DATABASE_ERROR.search(text):
         return "DatabaseError"
-    known: list[str] = [name for name in _CLASS_NAME.findall(text) if name in EXCEPTION_CLASSES]
-    specific = [name for name in known if name not in _WRAPPERS]
-    if specific or known:
-        return (specific or known)[-1]  # the innermost cause
-    return "other"
+    return failures.exception_class(text, EXCEPTION_CLASSES, _WRAPPERS)
 
 
 @dataclass(frozen=True)

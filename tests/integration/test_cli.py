@@ -53,6 +53,42 @@ def test_check_exits_1_when_a_target_is_down(tmp_path):
     assert "NO" in line and "error:" in line
 
 
+def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(kafka, tmp_path):
+    closed, nowhere = free_port(), "no-such-host.invalid"  # RFC 2606: never resolves
+    wrong_password = "".join(f"      {k}: '{v}'\n" for k, v in kafka.secure_client_settings("not-the-password").items())
+    no_ca = "".join(f"      {k}: '{v}'\n" for k, v in kafka.secure_client_settings().items() if k != "ssl.ca.location")
+    config = tmp_path / "down.yml"
+    config.write_text(
+        f"targets:\n  - name: jmx-refused\n    jmx: {{host: 127.0.0.1, port: {closed}}}\n"
+        f"  - name: jmx-nowhere\n    jmx: {{host: {nowhere}, port: 9010}}\n"
+        f"kafka:\n  - name: kafka-refused\n    bootstrap_servers: 127.0.0.1:{closed}\n"
+        f"  - name: kafka-nowhere\n    bootstrap_servers: {nowhere}:9092\n"
+        f"  - name: kafka-password\n    bootstrap_servers: {kafka.secure_bootstrap}\n    client:\n{wrong_password}"
+        f"  - name: kafka-untrusted\n    bootstrap_servers: {kafka.secure_bootstrap}\n    client:\n{no_ca}"
+        f"connect:\n  - name: connect-refused\n    url: http://127.0.0.1:{closed}\n"
+        f"  - name: connect-nowhere\n    url: http://{nowhere}:8083\n"
+        f"postgres:\n  - name: pg-refused\n    port: {closed}\n  - name: pg-nowhere\n    host: {nowhere}\n"
+        f"mysql:\n  - name: mysql-refused\n    port: {closed}\n    user: monitor\n"
+        f"  - name: mysql-nowhere\n    host: {nowhere}\n    user: monitor\n")
+    expected = {
+        "jmx-refused": (f"127.0.0.1:{closed}", "connection refused"), "jmx-nowhere": (f"{nowhere}:9010", "unknown host"),
+        "kafka-refused": (f"127.0.0.1:{closed}", "connection refused"), "kafka-nowhere": (f"{nowhere}:9092", "unknown host"),
+        "kafka-password": (kafka.secure_bootstrap, "authentication failed"), "kafka-untrusted": (kafka.secure_bootstrap, "TLS failed"),
+        "connect-refused": (f"http://127.0.0.1:{closed}", "connection refused"),
+        "connect-nowhere": (f"http://{nowhere}:8083", "unknown host"),
+        "pg-refused": (f"127.0.0.1:{closed}", "connection refused"), "pg-nowhere": (f"{nowhere}:5432", "unknown host"),
+        "mysql-refused": (f"127.0.0.1:{closed}", "connection refused"), "mysql-nowhere": (f"{nowhere}:3306", "unknown host"),
+    }
+    done = run("check", "--config", str(config))
+    assert done.returncode == 1, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    for name, (address, kind) in expected.items():
+        said = rows[name].partition("  error: ")[2]
+        assert said.startswith(f"{address}: {kind}: ") and "; check " in said, rows[name]
+        assert f"is down: {said}" in done.stderr, f"the log line of {name} says it otherwise"  # serve's log line
+    assert "not-the-password" not in done.stdout + done.stderr
+
+
 def test_serve_landing_page_metrics_and_404(serve_factory):
     serve = serve_factory(f"targets:\n  - name: nobody-home\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
     base = f"http://127.0.0.1:{serve.port}"

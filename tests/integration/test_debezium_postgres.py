@@ -25,17 +25,21 @@ ORDERS = 30000
 CUSTOMERS = 120
 JPYPE_TIMEOUT = 3.0
 JMXQUERY_TIMEOUT = 20.0
+SIGNALS = "debezium_signal"
 
 
 @pytest.fixture(scope="module")
 def connector(postgres, stack_dir):
-    postgres.sql("DROP TABLE IF EXISTS orders, customers;"
+    postgres.sql(f"DROP TABLE IF EXISTS orders, customers, {SIGNALS};"
+                 f"CREATE TABLE {SIGNALS} (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048));"
                  "CREATE TABLE customers (id int PRIMARY KEY, name text);"
                  "CREATE TABLE orders (id int PRIMARY KEY, amount int);"
                  f"INSERT INTO customers SELECT g, 'c' || g FROM generate_series(1, {CUSTOMERS}) g;"
                  f"INSERT INTO orders SELECT g, g % 100 FROM generate_series(1, {ORDERS}) g;")
     state = stack_dir / "dbz-pg"
-    props = postgres_connector_properties(state, postgres.port, "pgsrv", "public.customers,public.orders")
+    # the signal table captured too, as a deployment that starts incremental snapshots has it
+    props = postgres_connector_properties(state, postgres.port, "pgsrv", f"public.customers,public.orders,public.{SIGNALS}")
+    props["signal.data.collection"] = f"public.{SIGNALS}"
     # ~30 batches of 1024 rows with a pause after each: the snapshot runs for several seconds
     process = DebeziumProcess(state, free_port(), props, batch_pause_seconds=0.25)
     process.start()
@@ -82,7 +86,13 @@ def test_snapshot_running_then_completed_with_rows_per_table(exporter):
     assert value(after, "cdcwatch_debezium_snapshot_rows_scanned_total", target="pg-jpype", table="public.orders") == ORDERS
     assert value(after, "cdcwatch_debezium_snapshot_rows_scanned_total", target="pg-jpype", table="public.customers") == CUSTOMERS
     assert value(after, "cdcwatch_debezium_snapshot_state", target="pg-jpype", state="running") == 0
-    assert value(after, "cdcwatch_debezium_captured_tables", target="pg-jpype", context="snapshot") == 2
+    assert value(after, "cdcwatch_debezium_captured_tables", target="pg-jpype", context="snapshot") == 3
+    # progress by tables (1 - remaining / total, server:cdcwatch_debezium_snapshot_tables_progress:ratio) reaches 1:
+    # the signal table, included but never copied, is not left over
+    for target in ("pg-jpype", "pg-jmxquery"):
+        assert value(after, "cdcwatch_debezium_snapshot_tables", target=target, context="snapshot") == 3
+        assert value(after, "cdcwatch_debezium_snapshot_remaining_tables", target=target, context="snapshot") == 0
+    assert value(during, "cdcwatch_debezium_snapshot_remaining_tables", target="pg-jpype", context="snapshot") >= 1
     labels = dict(next(ls for (n, ls) in after if n == "cdcwatch_debezium_snapshot_state" and dict(ls)["target"] == "pg-jpype"))
     assert {k: labels[k] for k in ("plugin", "server", "context", "env")} == \
         {"plugin": "postgres", "server": "pgsrv", "context": "snapshot", "env": "test"}
@@ -126,7 +136,7 @@ def test_jmxquery_backend_reads_the_same_counters_but_no_maps_or_arrays(exporter
     assert value(values, "cdcwatch_debezium_snapshot_rows_scanned_total", target="pg-jmxquery", table="public.orders") is None
     assert value(values, "cdcwatch_debezium_captured_tables", target="pg-jmxquery", context="streaming") is None
     assert value(values, "cdcwatch_debezium_source_position", target="pg-jmxquery", key="lsn") is None
-    assert value(values, "cdcwatch_debezium_captured_tables", target="pg-jpype", context="streaming") == 2
+    assert value(values, "cdcwatch_debezium_captured_tables", target="pg-jpype", context="streaming") == 3
     # the JVM's start time, read in the same jmxquery run as the connector beans
     started = value(values, "cdcwatch_debezium_jvm_start_time_seconds", target="pg-jmxquery")
     assert started == value(values, "cdcwatch_debezium_jvm_start_time_seconds", target="pg-jpype")

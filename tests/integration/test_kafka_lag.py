@@ -136,11 +136,13 @@ def test_lag_in_offsets_and_seconds_from_both_timestamp_types_agrees_with_kafkas
     seconds = value(values, "cdcwatch_kafka_consumergroup_lag_seconds", group="apply-job", topic=APPENDED,
                     partition="0", method="timestamp")
     assert before - topics[1] / 1000 <= seconds <= after - topics[1] / 1000
-    # caught up: zero, and said to be exact; never committed: no age to give
+    # caught up: zero, and said to be exact; never committed: the age of the log start's message, as the lag in
+    # messages counts from there
     assert value(values, "cdcwatch_kafka_consumergroup_lag_seconds", group="apply-job", topic=CREATED,
                  partition="1", method="timestamp") == 0
-    assert value(values, "cdcwatch_kafka_consumergroup_lag_seconds", group="apply-job", topic=CREATED,
-                 partition="2") is None
+    seconds = value(values, "cdcwatch_kafka_consumergroup_lag_seconds", group="apply-job", topic=CREATED,
+                    partition="2", method="timestamp")
+    assert before - created_ms(2, 0) / 1000 <= seconds <= after - created_ms(2, 0) / 1000
     for partition in range(3):  # the newest change's source commit time, from the event itself
         assert value(values, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", topic=CREATED,
                      partition=str(partition), server=SERVER) == (created_ms(partition, PER_PARTITION - 1) - 3_600_250) / 1000
@@ -157,6 +159,34 @@ def test_lag_in_offsets_and_seconds_from_both_timestamp_types_agrees_with_kafkas
         if peer_lag is not None:
             assert value(values, "cdcwatch_kafka_consumergroup_lag_messages", **labels) == peer_lag
     promtool_check(serve.text())
+
+
+def test_an_uncommitted_partition_lags_from_the_first_message_kept_in_messages_and_in_seconds(
+        kafka, serve_factory) -> None:
+    """Records deleted under the log start (DeleteRecords): both lags count from the first message the broker still
+    keeps, not from offset 0; the partition the group committed keeps its own lag."""
+    topic = f"{SERVER}.public.trimmed"
+    kafka.create_topic(topic, 2, **{"retention.ms": "-1"})
+    producer = Producer(client(kafka))
+    for partition in range(2):
+        for index in range(4):
+            producer.produce(topic, partition=partition, value=event(partition, index, created_ms(partition, index)),
+                             timestamp=created_ms(partition, index))
+    assert producer.flush(10) == 0
+    admin = kafka.admin()
+    trimmed = TopicPartition(topic, 1, 2)
+    admin.delete_records([trimmed])[trimmed].result(30)
+    assert log_start(kafka, topic, 1) == 2
+    commit(kafka, "trimmed-job", {(topic, 0): 3})
+    serve = serve_factory(kafka_config(kafka, "trimmed", "    groups: {allow: [trimmed-job]}\n"))
+    values, before, after = timed(serve)
+    where = {"group": "trimmed-job", "topic": topic}
+    assert value(values, "cdcwatch_kafka_consumergroup_uncommitted_partitions", **where) == 1
+    assert value(values, "cdcwatch_kafka_consumergroup_lag_messages", **where, partition="1") == 4 - 2
+    seconds = value(values, "cdcwatch_kafka_consumergroup_lag_seconds", **where, partition="1", method="timestamp")
+    assert before - created_ms(1, 2) / 1000 <= seconds <= after - created_ms(1, 2) / 1000
+    seconds = value(values, "cdcwatch_kafka_consumergroup_lag_seconds", **where, partition="0", method="timestamp")
+    assert before - created_ms(0, 3) / 1000 <= seconds <= after - created_ms(0, 3) / 1000
 
 
 def test_a_steady_group_costs_no_fetch(kafka, topics, serve_factory) -> None:

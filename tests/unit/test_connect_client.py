@@ -18,6 +18,7 @@ import pytest
 from cdcwatch.config import parse_config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.connect.collector import exception_class
+from cdcwatch.failures import FailureKind, describe
 from tests.stand_ins import JsonHandler
 
 PASSWORD = "s3cret"
@@ -85,7 +86,24 @@ def test_a_wrong_password_fails_the_collection(https_server: tuple[int, Path]) -
      "org.apache.kafka.connect.errors.ConnectException"),
     ("io.debezium.DebeziumException", "io.debezium.DebeziumException"),
     ("java.lang.IllegalStateException$Inner: x", "java.lang.IllegalStateException$Inner"),
-    ("", "unknown"), (None, "unknown"), ("Connection refused: no class here", "unknown"),
+    ("", "other"), (None, "other"), ("Connection refused: no class here", "other"),
 ])
 def test_exception_class(trace: str | None, expected: str) -> None:
     assert exception_class(trace) == expected
+
+
+def test_a_wrong_password_reads_authentication_failed_at_the_url(https_server: tuple[int, Path]) -> None:
+    port, cert = https_server
+    with pytest.raises(Exception) as caught:
+        collector(port, cert, "wrong").collect()
+    failure = describe(caught.value, f"https://127.0.0.1:{port}", "connect")
+    assert failure.kind is FailureKind.AUTHENTICATION
+    assert failure.line.startswith(f"https://127.0.0.1:{port}: authentication failed: GET /: HTTP 401")
+
+
+def test_an_untrusted_certificate_reads_tls_failed(https_server: tuple[int, Path]) -> None:
+    port, _ = https_server
+    config = parse_config(f"connect:\n  - name: w\n    url: https://127.0.0.1:{port}\n")
+    with pytest.raises(Exception) as caught:
+        ConnectCollector(config.connect[0]).collect()
+    assert describe(caught.value, f"https://127.0.0.1:{port}", "connect").kind is FailureKind.TLS

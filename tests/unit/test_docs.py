@@ -177,7 +177,7 @@ def test_every_metric_named_in_the_docs_exists() -> None:
     """A metric a page names (not a recording rule: those have colons) is one cdcwatch exports."""
     exported = set(re.findall(r"`(cdcwatch_\w+)`", metrics_reference()))
     not_metrics = {"cdcwatch_apply"}  # the reference apply job's target schema
-    for page in (p for p in PAGES if p.name != "reference.md"):
+    for page in (p for p in PAGES if p.name not in ("metrics.md", "configuration.md")):
         for name in re.findall(r"(?<![:\w])(cdcwatch_[a-z_]*[a-z])(?![:\w])", page.read_text(encoding="utf-8")):
             if name not in not_metrics:
                 assert re.sub(r"_(bucket|sum|count)$", "", name) in exported or name in exported, \

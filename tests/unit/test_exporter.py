@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cdcwatch.exporter import Exporter, ScheduledCollector
+from cdcwatch.failures import FailureKind
 from cdcwatch.families import Collection, FamilyBuilder
 
 
@@ -83,7 +84,8 @@ def test_hung_target_returns_within_deadline_and_is_not_started_twice():
         started = time.monotonic()
         results = {r.target: r for r in exporter.scrape()}
         assert deadline <= time.monotonic() - started < 2 * deadline  # waited for the hung target, no longer
-        assert not results["hung"].up and results["hung"].error == f"no answer within {deadline:g}s"
+        assert not results["hung"].up and results["hung"].failure is FailureKind.TIMEOUT
+        assert str(results["hung"].error).startswith(f"hung: timed out: no answer within {deadline:g}s; check ")
         assert results["good"].up
     assert hung.calls == 1
     release.set()
@@ -106,8 +108,8 @@ def test_one_log_line_per_state_change(caplog):
             state["up"] = up
             exporter.scrape()
     messages = [r.getMessage() for r in caplog.records]
-    assert messages == ["target flap (debezium) is down: down", "target flap (debezium) is up again",
-                        "target flap (debezium) is down: down"]
+    assert messages == ["target flap (debezium) is down: flap: failed: down", "target flap (debezium) is up again",
+                        "target flap (debezium) is down: flap: failed: down"]
     exporter.close()
 
 

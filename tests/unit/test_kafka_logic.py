@@ -216,3 +216,34 @@ def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypat
         series("cdcwatch_kafka_consumergroup_committed_offset"), series("cdcwatch_kafka_consumergroup_committed_offset"),
         strict=True))
     collector.close()
+
+
+def test_an_uncommitted_partition_lags_from_the_log_start_in_messages_and_in_seconds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partition 0: committed at 7. Partition 1: nothing committed, messages 3..9 kept (the first written 600 s
+    ago). Partition 2: nothing committed and nothing kept: no lag either way."""
+    collector = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1", freshness=False))
+    now = time.time()
+    written = {("t", 0, 7): now - 60, ("t", 1, 3): now - 600}
+    asked: list[At] = []
+
+    def read(deadline: float) -> ClusterState:
+        group = GroupState("g", "STABLE", 1, {("t", 0): 7, ("t", 1): None, ("t", 2): None})
+        return ClusterState({"t": 3}, {("t", 0): 0, ("t", 1): 3, ("t", 2): 4}, {("t", 0): 9, ("t", 1): 9, ("t", 2): 4},
+                            [group], now)
+
+    def messages(stamps: list[At], newest: list[At], deadline: float, leaders: Any = None) -> Lookup:
+        asked.extend(stamps)
+        return Lookup({at: (written[at], "timestamp") for at in stamps}, {})
+
+    monkeypatch.setattr(collector.reader, "read", read)
+    monkeypatch.setattr(collector.messages, "read", messages)
+    samples = [s for f in collector.collect().families for s in f.samples]
+
+    def by_partition(name: str) -> dict[str, float]:
+        return {s.labels["partition"]: s.value for s in samples if s.name == name}
+
+    assert by_partition("cdcwatch_kafka_consumergroup_lag_messages") == {"0": 2, "1": 6, "2": 0}
+    assert by_partition("cdcwatch_kafka_consumergroup_lag_seconds") == pytest.approx({"0": 60, "1": 600, "2": 0}, abs=1e-3)
+    assert sorted(asked) == [("t", 0, 7), ("t", 1, 3)]  # the log start's message, not the log end's
+    collector.close()

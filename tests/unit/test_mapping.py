@@ -58,6 +58,15 @@ def test_postgres_snapshot_after_dml():
     assert got[("cdcwatch_debezium_events_seen_total", ())] == 1500
 
 
+def test_a_completed_snapshot_has_no_table_left_though_debezium_still_counts_its_signal_table():
+    """Debezium 3.6 with a signal table captured: 3 tables, 1 "remaining" after completing (the signal table)."""
+    attributes = {**bean("postgres-mbeans-after-dml.tsv", "snapshot").attributes, "TotalTableCount": 3,
+                  "RemainingTableCount": 1}
+    assert samples(attributes)[("cdcwatch_debezium_snapshot_remaining_tables", ())] == 0
+    running = {**attributes, "SnapshotCompleted": False, "SnapshotRunning": True}
+    assert samples(running)[("cdcwatch_debezium_snapshot_remaining_tables", ())] == 1
+
+
 def test_postgres_after_restart_snapshot_skipped_and_no_sentinels():
     snapshot = samples(bean("postgres-mbeans-after-restart.tsv", "snapshot").attributes)
     assert snapshot[("cdcwatch_debezium_snapshot_state", (("state", "skipped"),))] == 1
