@@ -38,6 +38,9 @@ log = logging.getLogger("cdcwatch")
 _TARGET = ("collector", "target")
 SELF_METRICS = metric_specs(
     MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET),
+    MetricSpec("cdcwatch_target_failure_info", "gauge", (
+        "1 while the last collection from the target failed; `failure` is what failed: " +
+        ", ".join(kind.label for kind in FailureKind) + "."), (*_TARGET, "failure")),
     MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET),
     MetricSpec("cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET),
     MetricSpec("cdcwatch_series_dropped_total", "counter",
@@ -239,6 +242,9 @@ class Exporter:
         for r in results:
             key = (r.kind, r.target)
             builder.add_spec(spec["cdcwatch_up"], 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
+            if not r.up:
+                builder.add_spec(spec["cdcwatch_target_failure_info"], 1.0, collector=r.kind, target=r.target,
+                                 failure=(r.failure or FailureKind.OTHER).label)
             builder.add_spec(spec["cdcwatch_scrape_duration_seconds"], r.duration_seconds, collector=r.kind, target=r.target)
             builder.add_spec(spec["cdcwatch_scrape_errors_total"], float(self._errors.get(key, 0)), collector=r.kind,
                              target=r.target)

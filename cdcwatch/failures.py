@@ -32,6 +32,11 @@ class FailureKind(Enum):
     TIMEOUT = "timed out"
     OTHER = "failed"
 
+    @property
+    def label(self) -> str:
+        """The value of the `failure` label (`cdcwatch_target_failure_info`): a word, not a phrase."""
+        return self.name.lower()
+
 
 _SERVICES = {"debezium": "the JVM's JMX agent", "connect": "the Connect worker", "kafka": "the Kafka broker",
              "postgres": "PostgreSQL", "mysql": "the MySQL server"}

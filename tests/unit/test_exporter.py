@@ -63,6 +63,9 @@ def test_failing_target_is_up_0_and_counted_while_others_are_served():
         assert values[("cdcwatch_up", bad)] == 0.0
         assert values[("cdcwatch_scrape_errors_total", bad)] == expected_errors
         assert values[("cdcwatch_scrape_errors_total", good)] == 0.0
+        failures = {dict(labels)["target"]: dict(labels)["failure"] for name, labels in values
+                    if name == "cdcwatch_target_failure_info"}
+        assert failures == {"bad": "refused"}  # what failed, for the failing target only
     build = [k for k in values if k[0] == "cdcwatch_build_info"]
     assert len(build) == 1 and dict(build[0][1])["version"] == __import__("cdcwatch").__version__
     exporter.close()

@@ -19,9 +19,14 @@ _WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
 
 
 def _worker_down(stages: frozenset[str]) -> str:
-    """The worker's REST API (with its JMX, collected together) when cdcwatch reads it; else its JMX alone."""
+    """The worker's REST API (with its JMX, collected together) when cdcwatch reads it; else its JMX alone. What
+    failed (refused, timeout, ...) comes along as the `failure` label."""
     collector = "connect" if "connect_rest" in stages else "debezium" if "debezium" in stages else ""
-    return f'min by (job, instance, target) (cdcwatch_up{{%(cdcwatch)s, collector="{collector}"}}) == 0' if collector else ""
+    if not collector:
+        return ""
+    return (f'(min by (job, instance, target) (cdcwatch_up{{%(cdcwatch)s, collector="{collector}"}}) == 0)\n'
+            f'* on (job, instance, target) group_left (failure)\n'
+            f'max by (job, instance, target, failure) (cdcwatch_target_failure_info{{%(cdcwatch)s, collector="{collector}"}})')
 
 
 ALERTS = (
@@ -30,13 +35,17 @@ ALERTS = (
         _worker_down(frozenset({"connect_rest"})),
         "critical", "critical",
         "Kafka Connect worker {{ $labels.target }} does not answer",
-        "cdcwatch has not reached {{ $labels.target }} for %(for)s: the "
+        "cdcwatch has not reached {{ $labels.target }} for %(for)s ({{ $labels.failure }}): the "
         "worker (or its JVM) is down or hangs, so none of its connectors captures anything and their series are "
-        "gone. cdcwatch's log says why (refused, timeout, unknown host).",
+        "gone. cdcwatch's log names the address and what to check first.",
         fires=Case("the worker dies at 5 minutes (its REST API and JMX unreachable): a page 2 minutes later",
-                   {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40"},
-                   labels=labels_of(EXPORTER, 'target="connect"')),
-        quiet=Case("the worker answers", {f"cdcwatch_up{{{_WORKER}}}": "1x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x40"}),
+                   {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40",
+                    f'cdcwatch_target_failure_info{{{_WORKER},failure="refused"}}': "_x4 1x40",
+                    f'cdcwatch_target_failure_info{{{_WORKER_JVM},failure="refused"}}': "_x4 1x40"},
+                   labels=labels_of(EXPORTER, 'target="connect"', 'failure="refused"')),
+        quiet=Case("the worker answers (a failure before, none now)",
+                   {f"cdcwatch_up{{{_WORKER}}}": "0 1x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "0 1x40",
+                    f'cdcwatch_target_failure_info{{{_WORKER},failure="timeout"}}': "1 _x40"}),
         since="5m",
         shaped=_worker_down,
     ),
