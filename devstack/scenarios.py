@@ -27,6 +27,9 @@ from devstack.demo_settings import (
     COMMIT_GROUP,
     CONNECTOR,
     DEMO_MIXIN,
+    RECONCILE_CONFIRM_RECHECKS,
+    RECONCILE_PAIR,
+    RECONCILE_SETTLE_SECONDS,
     SCRAPE_INTERVAL,
     SERVER,
     SIGNAL_TABLE,
@@ -481,6 +484,44 @@ def resume_connector(stack: Any) -> None:
     stack.source.sql(f"DROP TABLE IF EXISTS {_BALLAST}")
 
 
+_DRIFT_TARGET = "cdcwatch_apply.rows WHERE table_id = 'postgres.public.customers' AND row_key IN ({})"
+_DRIFTED = {"missing": 1, "different": 1, "extra": 1}
+"""What the drift writes, by kind: what the reconcile collector must report, exactly."""
+
+
+def _row_keys(*keys: int) -> str:
+    return ", ".join(f"'[[\"id\",{key}]]'" for key in keys)
+
+
+def _drift(stack: Any) -> float:
+    """Behind the pipeline's back, once it applied rows -1 and -2: delete row -1 from the target, change a column of
+    row -2 there, insert row -3 that the source never had."""
+    from devstack.procs import wait_for
+
+    stack.source.sql("INSERT INTO customers VALUES (-1, 'drift missing', now()), (-2, 'drift different', now()) "
+                     "ON CONFLICT (id) DO UPDATE SET name = excluded.name")
+    applied = _DRIFT_TARGET.format(_row_keys(-1, -2))
+    wait_for(lambda: stack.target.sql(f"SELECT count(*) FROM {applied} AND NOT deleted") == "2", 120,
+             "rows -1 and -2 applied to the target")
+    where = "table_id = 'postgres.public.customers' AND row_key = "
+    stack.target.sql(f"DELETE FROM cdcwatch_apply.rows WHERE {where}{_row_keys(-1)};"
+                     "UPDATE cdcwatch_apply.rows SET row = jsonb_set(row, '{name}', '\"changed behind the pipeline\"') "
+                     f"WHERE {where}{_row_keys(-2)};"
+                     "INSERT INTO cdcwatch_apply.rows (table_id, row_key, row, position, deleted) VALUES "
+                     f"('postgres.public.customers', {_row_keys(-3)}, '{{\"id\": -3, \"name\": \"extra\"}}', '0', false)")
+    return time.time()
+
+
+def _repair_drift(stack: Any) -> None:
+    """Once the alert fired: the rows diverged must read one of each kind, exactly; then the extra row is deleted and
+    the other two are sent again from the source."""
+    reported = {kind: _query(stack.prometheus.url, f'sum(cdcwatch_reconcile_rows_diverged{{target="{RECONCILE_PAIR}", '
+                                                   f'kind="{kind}"}})') for kind in _DRIFTED}
+    assert reported == _DRIFTED, f"rows diverged by kind: {reported}, expected {_DRIFTED}"
+    stack.target.sql(f"DELETE FROM {_DRIFT_TARGET.format(_row_keys(-3))}")
+    stack.source.sql("UPDATE customers SET updated_at = now() WHERE id IN (-1, -2)")
+
+
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("connector-crash",
              "kill -9 the Kafka Connect worker running the Debezium connector, then start it again: the changes "
@@ -513,6 +554,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows, "
              "paused after its first chunk: progress and ETA in Prometheus, then resumed: rows scanned = count(*)",
              None, {}, _start_snapshot, _resume_snapshot, check=check_snapshot),
+    Scenario("target-drift", "write to the target behind the pipeline's back: a row deleted, a column changed, a row "
+             "the source never had inserted; the reconcile collector must report one row of each kind, then the rows "
+             "are repaired and the alert resolves",
+             "CdcReconcileTargetDiverged", {"target": RECONCILE_PAIR}, _drift, _repair_drift,
+             settle_seconds=float(RECONCILE_SETTLE_SECONDS * RECONCILE_CONFIRM_RECHECKS)),
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),
