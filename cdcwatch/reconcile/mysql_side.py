@@ -13,7 +13,7 @@ from typing import Any
 
 from cdcwatch.config import ReconcileSideConfig
 from cdcwatch.reconcile.image import Column, mysql_image_hash, mysql_value, type_class
-from cdcwatch.reconcile.side import Digest, Key, Shape, SideError
+from cdcwatch.reconcile.side import Digest, Key, Shape, SideError, key_page
 
 __all__ = ["MysqlTableSide"]
 
@@ -93,10 +93,7 @@ class MysqlTableSide:
 
     def keys_after(self, after: Key | None, limit: int) -> list[Key]:
         assert self.key is not None
-        k = _ident(self.key.name)
-        where = f"WHERE {k} > %s " if after is not None else ""
-        params: tuple[Any, ...] = (after, limit) if after is not None else (limit,)
-        keys = [row[0] for row in self._query(f"SELECT {k} FROM {self.relation} {where}ORDER BY {k} LIMIT %s", params)]
+        keys = key_page(self._query, self.relation, _ident(self.key.name), after, limit)
         self.rows_read += len(keys)
         return keys
 

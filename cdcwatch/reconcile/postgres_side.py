@@ -17,7 +17,7 @@ import psycopg
 
 from cdcwatch.config import ReconcileSideConfig
 from cdcwatch.reconcile.image import Column, apply_value, pg_image_hash, pg_value, type_class
-from cdcwatch.reconcile.side import Digest, Key, Shape, SideError
+from cdcwatch.reconcile.side import Digest, Key, Shape, SideError, key_page
 
 __all__ = ["ApplyRowsSide", "PostgresTableSide", "render_row_key"]
 
@@ -109,10 +109,7 @@ class PostgresTableSide(_PostgresSide):
 
     def keys_after(self, after: Key | None, limit: int) -> list[Key]:
         assert self.key is not None
-        k = _ident(self.key.name)
-        where = f"WHERE {k} > %s " if after is not None else ""
-        params: tuple[Any, ...] = (after, limit) if after is not None else (limit,)
-        keys = [row[0] for row in self._query(f"SELECT {k} FROM {self.relation} {where}ORDER BY {k} LIMIT %s", params)]
+        keys = key_page(self._query, self.relation, _ident(self.key.name), after, limit)
         self.rows_read += len(keys)
         return keys
 

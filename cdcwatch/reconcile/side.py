@@ -7,13 +7,13 @@ count and a checksum from each side, and only a narrowed-down handful of rows is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from cdcwatch.reconcile.image import Column
 
-__all__ = ["Digest", "Key", "Shape", "Side", "SideError"]
+__all__ = ["Digest", "Key", "Shape", "Side", "SideError", "key_page"]
 
 Key = int | str
 """A single-column key: integer or text."""
@@ -74,3 +74,12 @@ class Side(Protocol):
     def close(self) -> None:
         """Close the connection; the next call connects again."""
         ...
+
+
+def key_page(query: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]], relation: str, key: str,
+             after: Key | None, limit: int) -> list[Key]:
+    """The next `limit` keys after `after` in key order: one ranged scan of the key index, the same SQL on every engine
+    (`key` and `relation` already quoted the engine's way)."""
+    where = f"WHERE {key} > %s " if after is not None else ""
+    params: tuple[Any, ...] = (after, limit) if after is not None else (limit,)
+    return [row[0] for row in query(f"SELECT {key} FROM {relation} {where}ORDER BY {key} LIMIT %s", params)]
