@@ -101,7 +101,7 @@ KAFKA_METRICS = metric_specs(
     MetricSpec("cdcwatch_kafka_consumergroup_topic_status", "gauge", (
         "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, "
         "REWIND)."),
-        ("group", "topic", "status")),
+        ("group", "topic", "server", "status")),
     MetricSpec("cdcwatch_kafka_series_dropped_total", "counter", "Group partitions not reported because of max_partitions.", ()),
     MetricSpec("cdcwatch_kafka_message_reads_total", "counter", (
         "Messages whose timestamp or source commit time was needed, by where it came from: source=cache (no "
@@ -367,7 +367,7 @@ class KafkaCollector:
             worst = max((r.status for r in members), key=SEVERITY.__getitem__)
             for status in ConsumerStatus:
                 self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group_name,
-                          topic=topic, status=status.value)
+                          topic=topic, server=server, status=status.value)
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
         for source, count in self.messages.reads.items():
             self._add(builder, "cdcwatch_kafka_message_reads_total", count, source=source)

@@ -8,6 +8,7 @@ import re
 import subprocess
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -280,3 +281,49 @@ def test_promtool_proves_each_deployment_quiet_when_healthy_and_firing_on_its_fa
     (tmp_path / "test.yml").write_text(yaml.safe_dump(tests))
     tested = subprocess.run([tool("promtool"), "test", "rules", str(tmp_path / "test.yml")], capture_output=True, text=True)
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def _exported_labels() -> dict[str, set[str]]:
+    """Each metric cdcwatch exports (exporter and Spark listener) → the labels its series can carry."""
+    from cdcwatch.exporter import SELF_METRICS
+    from cdcwatch.mixin.stages import _table
+    from cdcwatch.spark.metrics import SPARK_METRICS
+
+    specs = [*SELF_METRICS.values(), *SPARK_METRICS.values()]
+    exported = {spec.name: set(spec.labels) for spec in specs}
+    for module_specs, bean_labels in _spec_tables():
+        exported |= {spec.name: set(spec.labels) | bean_labels for spec in module_specs}
+    assert set(_table()) <= set(exported)
+    every = {"job", "instance", "target", "collector"}  # Prometheus' own, and every exporter series' target
+    return {name: labels | every | ({"le"} if name.endswith("_bucket") else set()) for name, labels in
+            {**exported, **{f"{n}_bucket": ls for n, ls in exported.items()}}.items()}
+
+
+def _spec_tables() -> list[tuple[list[Any], set[str]]]:
+    """Each collector's specs, with the labels its series take from MBean names (Debezium's: the reference's)."""
+    from cdcwatch.connect.collector import CONNECT_METRICS
+    from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
+    from cdcwatch.debezium import DEBEZIUM_METRICS
+    from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS
+    from cdcwatch.kafka.collector import KAFKA_METRICS
+    from cdcwatch.mysql.binlog import BINLOG_METRICS
+    from cdcwatch.postgres.slots import SLOT_METRICS
+    from cdcwatch.reconcile import RECONCILE_METRICS
+
+    beans = {"plugin", "server", "context", "task", "database"}
+    tables = (CONNECT_METRICS, CONNECT_JMX_METRICS, DEBEZIUM_METRICS, KAFKA_METRICS, BINLOG_METRICS, SLOT_METRICS,
+              RECONCILE_METRICS)
+    return [(list(DEBEZIUM_BEAN_METRICS.values()), beans), *((list(table.values()), set()) for table in tables)]
+
+
+def test_rules_select_metrics_by_labels_they_carry() -> None:
+    """A matcher on a label a metric does not carry never matches (or, negated, always does), and promtool's tests,
+    which write their own input series, cannot see it: every label a rule selects a metric by is one it exports."""
+    exported = _exported_labels()
+    rules = yaml.safe_load((ROOT / RULES_FILE).read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            for name, matchers in re.findall(r"\b(cdcwatch_\w+)\{([^}]*)\}", rule["expr"]):
+                labels = set(re.findall(r"(\w+)\s*(?:=~|!~|!=|=)\s*\"", matchers))
+                if name in exported:
+                    assert labels <= exported[name], (rule.get("alert") or rule.get("record"), name, labels - exported[name])
