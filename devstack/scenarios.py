@@ -513,11 +513,16 @@ def _drift(stack: Any) -> float:
 
 
 def _repair_drift(stack: Any) -> None:
-    """Once the alert fired: the rows diverged must read one of each kind, exactly; then the extra row is deleted and
-    the other two are sent again from the source."""
-    reported = {kind: _query(stack.prometheus.url, f'sum(cdcwatch_reconcile_rows_diverged{{target="{RECONCILE_PAIR}", '
+    """Once the alert fired (on the first row confirmed): the rows diverged, once every kind is confirmed, must read
+    one of each kind, exactly; then the extra row is deleted and the other two are sent again from the source."""
+    from devstack.procs import wait_for
+
+    def reported() -> dict[str, float | None]:
+        return {kind: _query(stack.prometheus.url, f'sum(cdcwatch_reconcile_rows_diverged{{target="{RECONCILE_PAIR}", '
                                                    f'kind="{kind}"}})') for kind in _DRIFTED}
-    assert reported == _DRIFTED, f"rows diverged by kind: {reported}, expected {_DRIFTED}"
+
+    wait_for(lambda: all(reported().values()), 60, "every kind of divergence confirmed", interval=1)
+    assert reported() == _DRIFTED, f"rows diverged by kind: {reported()}, expected {_DRIFTED}"
     stack.target.sql(f"DELETE FROM {_DRIFT_TARGET.format(_row_keys(-3))}")
     stack.source.sql("UPDATE customers SET updated_at = now() WHERE id IN (-1, -2)")
 

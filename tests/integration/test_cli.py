@@ -61,10 +61,14 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
     config.write_text(
         f"targets:\n  - name: jmx-refused\n    jmx: {{host: 127.0.0.1, port: {closed}}}\n"
         f"  - name: jmx-nowhere\n    jmx: {{host: {nowhere}, port: 9010}}\n"
-        f"kafka:\n  - name: kafka-refused\n    bootstrap_servers: 127.0.0.1:{closed}\n"
-        f"  - name: kafka-nowhere\n    bootstrap_servers: {nowhere}:9092\n"
-        f"  - name: kafka-password\n    bootstrap_servers: {kafka.secure_bootstrap}\n    client:\n{wrong_password}"
-        f"  - name: kafka-untrusted\n    bootstrap_servers: {kafka.secure_bootstrap}\n    client:\n{no_ca}"
+        # the Kafka client reports what failed asynchronously: a deadline well above its first answer, so a busy
+        # machine cannot turn "refused" or "authentication failed" into "timed out"
+        f"kafka:\n  - name: kafka-refused\n    timeout_seconds: 20\n    bootstrap_servers: 127.0.0.1:{closed}\n"
+        f"  - name: kafka-nowhere\n    timeout_seconds: 20\n    bootstrap_servers: {nowhere}:9092\n"
+        f"  - name: kafka-password\n    timeout_seconds: 20\n    bootstrap_servers: {kafka.secure_bootstrap}\n"
+        f"    client:\n{wrong_password}"
+        f"  - name: kafka-untrusted\n    timeout_seconds: 20\n    bootstrap_servers: {kafka.secure_bootstrap}\n"
+        f"    client:\n{no_ca}"
         f"connect:\n  - name: connect-refused\n    url: http://127.0.0.1:{closed}\n"
         f"  - name: connect-nowhere\n    url: http://{nowhere}:8083\n"
         f"postgres:\n  - name: pg-refused\n    port: {closed}\n  - name: pg-nowhere\n    host: {nowhere}\n"

@@ -68,7 +68,10 @@ def observed(postgres, kafka, mariadb, stack_dir):
             f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {kafka.bootstrap}\n"
             f"connect:\n  - name: worker\n    timeout_seconds: 2\n    url: {worker.url}\n"
             f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {postgres.port}\n    slot_servers: {{obs_slot: obs}}\n",
+            f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {postgres.port}\n    slot_servers: {{obs_slot: obs}}\n"
+            f"reconcile:\n  - name: obs-orders\n"
+            f"    source: {{engine: postgres, port: {postgres.port}, user: postgres, table: public.obs_orders}}\n"
+            f"    target: {{engine: postgres, port: {postgres.port}, user: postgres, dbname: obs_target, format: apply}}\n",
             stack_dir)
         started.append(serve)
         rules = stack_dir / "obs-rules.yml"
