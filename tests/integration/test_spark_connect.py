@@ -9,6 +9,7 @@ itself, as it does on a classic session.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -42,7 +43,19 @@ def change(offset: int) -> str:
                                   "schema": "public", "table": "items", "lsn": 1000 + offset}})
 
 
-def test_instrument_and_the_listener_count_exactly_on_a_spark_connect_session(connect_server, tmp_path) -> None:
+@pytest.fixture
+def client_environment():
+    """pyspark's Connect client marks the whole process as in Connect mode (SPARK_CONNECT_MODE_ENABLED in its
+    environment) and never unmarks it: every later classic session of the test run, and every child process (the
+    apply jobs), would then ask for a Connect server. The environment is restored after the test."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_instrument_and_the_listener_count_exactly_on_a_spark_connect_session(connect_server, client_environment,
+                                                                            tmp_path) -> None:
     from prometheus_client import generate_latest
     from pyspark.sql import SparkSession
 
