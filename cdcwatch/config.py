@@ -214,6 +214,9 @@ class NameFilter(_Strict):
 class StatusSettings(_Strict):
     """The sliding window the consumer status (OK/WARN/STALL/STOP/REWIND) is evaluated over."""
 
+    enabled: bool = Field(True, description=(
+        "Evaluate the consumer status (cdcwatch_kafka_consumergroup_status_code, ..._topic_status; the alerts on "
+        "stalled and stopped groups read them)."))
     window_samples: int = Field(10, ge=3, le=1000, description="Samples (scrapes) per group partition in the window.")
     max_sample_age_seconds: float = Field(3600, gt=0, description="Samples older than this leave the window.")
 
@@ -232,6 +235,8 @@ class KafkaClusterConfig(_Strict):
     granularity: Literal["partition", "topic"] = Field("partition", description="Per-partition series, or per-topic sums only.")
     max_partitions: int = Field(10000, ge=1, description="Cap on group partitions reported; the rest are dropped and counted.")
     lag_seconds: bool = Field(True, description="Read message timestamps to report lag in seconds.")
+    committed_offsets: bool = Field(True, description=(
+        "Report each group partition's committed offset (cdcwatch_kafka_consumergroup_committed_offset)."))
     freshness: bool = Field(True, description="Read the newest message of each partition for the source commit time (Debezium topics).")
     retention: bool = Field(True, description=(
         "Read each topic's cleanup.policy, retention.ms and retention.bytes (DescribeConfigs) for the retention runway."))

@@ -11,6 +11,7 @@ every OpenMetrics or escaping-aware request, are left to prometheus_client.
 from __future__ import annotations
 
 import gzip
+import math
 import re
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -23,9 +24,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from cdcwatch.families import LabelSet
+from cdcwatch.families import LabelSet, RenderedFamily, sample_count
 
-__all__ = ["LabelBlocks", "metrics_app", "render_text"]
+__all__ = ["LabelBlocks", "SeriesLine", "label_block", "metrics_app", "render_text"]
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
           "unknown": "untyped", "gauge": "gauge", "histogram": "histogram", "summary": "summary"}
@@ -42,7 +43,8 @@ GZIP_LEVEL = 3
 and prometheus_client's) in 100 ms to 228 kB."""
 
 
-def _value(value: float) -> str:
+def format_value(value: float) -> str:
+    """A sample value as prometheus_client writes it."""
     number = float(value)
     if number < 1e6 and number == number and number != _NEG_INF:  # Go and Python print these alike
         return repr(number)
@@ -55,6 +57,39 @@ def _escape_help(text: str) -> str:
 
 class _NotLegacy(Exception):
     """A metric or label name outside the legacy character set: prometheus_client renders that family."""
+
+
+def _label_pair(name: str, value: str) -> str:
+    if not _LEGACY_LABEL_NAME.fullmatch(name):
+        raise _NotLegacy(name)
+    return name + '="' + value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"") + '"'
+
+
+def label_block(names: tuple[str, ...], values: tuple[str, ...]) -> str:
+    """`{name="escaped value",...} ` as prometheus_client writes a sample's labels (sorted by name), or one space."""
+    if not names:
+        return " "
+    return "{" + ",".join(_label_pair(n, v) for n, v in sorted(zip(names, values, strict=True))) + "} "
+
+
+class SeriesLine:
+    """One series' sample line, `name{labels} value`, kept with the value it shows: its labels are rendered once
+    (they must be legacy names: a collector's own), its value again only when it changes."""
+
+    __slots__ = ("prefix", "shown", "text")
+
+    def __init__(self, name: str, names: tuple[str, ...], values: tuple[str, ...]) -> None:
+        self.prefix = name + label_block(names, values)
+        self.shown = math.nan  # never equal: the first value is formatted
+        self.text = ""
+
+    def line(self, value: float) -> str:
+        """The line showing `value` (an int is shown as the float it equals, as prometheus_client shows it)."""
+        # NaN is never equal; 0.0 and -0.0 are, but print differently
+        if value != self.shown or (not value and math.copysign(1.0, value) != math.copysign(1.0, self.shown)):
+            self.shown = value
+            self.text = self.prefix + format_value(float(value)) + "\n"
+        return self.text
 
 
 Key = tuple[str, ...]
@@ -85,11 +120,7 @@ class LabelBlocks(dict[Key, str]):
         for pair in sorted(zip(key[:half], key[half:], strict=True)):
             text = self.pairs.get(pair)
             if text is None:
-                name, value = pair
-                if not _LEGACY_LABEL_NAME.fullmatch(name):
-                    raise _NotLegacy(name)
-                text = self.pairs[pair] = (
-                    name + '="' + value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"") + '"')
+                text = self.pairs[pair] = _label_pair(*pair)
             parts.append(text)
         block = self[key] = "{" + ",".join(parts) + "} "
         return block
@@ -106,6 +137,10 @@ def _family_text(metric: Metric, labels: LabelBlocks, values: dict[float, str], 
         raise _NotLegacy(name)
     documentation = _escape_help(metric.documentation)
     lines = [f"# HELP {name} {documentation}\n# TYPE {name} {_TYPES[metric.type]}\n"]
+    if type(metric) is RenderedFamily:  # its collector wrote its lines
+        out.extend(lines)
+        out.extend(metric.lines)
+        return
     deferred: dict[str, list[str]] = {}
     routes: dict[str, list[str]] = {}  # sample name -> where its lines go (OpenMetrics-only ones at the end)
     last_name: str | None = None
@@ -124,7 +159,7 @@ def _family_text(metric: Metric, labels: LabelBlocks, values: dict[float, str], 
             route = known
         text = values.get(value)
         if text is None:
-            text = _value(value)
+            text = format_value(value)
             if value == value and value != 0:
                 values[value] = text
         if type(sample_labels) is LabelSet:  # kept from one scrape to the next: rendered once
@@ -177,7 +212,7 @@ def render_text(registry: Collector, blocks: LabelBlocks | None = None) -> bytes
     values: dict[float, str] = {}
     samples = 0
     for metric in registry.collect():
-        samples += len(metric.samples)
+        samples += sample_count(metric)
         try:
             _family_text(metric, labels, values, out)
         except _NotLegacy:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-__all__ = ["Collection", "FamilyBuilder", "LabelSet", "MetricSpec", "TargetCollector", "UndeclaredLabel",
-           "metric_specs", "referenced_specs"]
+__all__ = ["Collection", "FamilyBuilder", "LabelSet", "MetricSpec", "RenderedFamily", "TargetCollector",
+           "UndeclaredLabel", "metric_specs", "referenced_specs", "sample_count"]
 
 _UNITS = ("seconds", "bytes")
 
@@ -35,19 +35,21 @@ class MetricSpec:
     labels: tuple[str, ...] = ()
     unit: str = ""
     source: str = ""
+    _declared: frozenset[str] = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.type == "counter") != self.name.endswith("_total"):
             raise ValueError(f"{self.name}: a counter's name, and only a counter's, ends in _total")
+        object.__setattr__(self, "_declared", frozenset(self.labels))
         if not self.unit:
             base = self.name.removesuffix("_total")
             object.__setattr__(self, "unit", next((u for u in _UNITS if base.endswith(f"_{u}")), ""))
 
     def check_labels(self, labels: Iterable[str]) -> None:
         """Raise UndeclaredLabel for a label the spec does not declare."""
-        undeclared = sorted(set(labels) - set(self.labels))
+        undeclared = set(labels) - self._declared
         if undeclared:
-            raise UndeclaredLabel(f"{self.name}: label(s) {', '.join(undeclared)} not declared (declared: "
+            raise UndeclaredLabel(f"{self.name}: label(s) {', '.join(sorted(undeclared))} not declared (declared: "
                                   f"{', '.join(self.labels) or 'none'})")
 
 
@@ -79,6 +81,37 @@ class LabelSet(dict[str, str]):
         self.block: str | None = None
 
 
+class RenderedFamily(Metric):
+    """A family whose collector writes its sample lines itself: the tens of thousands of steady per-partition series
+    of a large cluster, each line kept from one scrape to the next and formatted again only when its value changes.
+
+    The text renderer joins `lines` as they are. `samples`, for every other reader (OpenMetrics, `name[]` filters,
+    the series cap, tests), are built by `build_samples` when first read: a plain-text scrape builds none."""
+
+    def __init__(self, spec: MetricSpec, build_samples: Callable[[], list[Sample]]) -> None:
+        base = spec.name.removesuffix("_total") if spec.type == "counter" else spec.name
+        super().__init__(base, spec.help, spec.type)
+        self.sample_name = spec.name
+        self.lines: list[str] = []
+        self._build_samples = build_samples
+        self._samples: list[Sample] | None = None
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._samples is None:
+            self._samples = self._build_samples()
+        return self._samples
+
+    @samples.setter
+    def samples(self, samples: list[Sample]) -> None:
+        self._samples = samples if samples else None  # Metric.__init__ sets [] before the lines exist
+
+
+def sample_count(family: Metric) -> int:
+    """The family's samples, without building a rendered family's."""
+    return len(family.lines) if isinstance(family, RenderedFamily) else len(family.samples)
+
+
 class FamilyBuilder:
     """Collects samples into families by metric name; counters get their `_total` sample name."""
 
@@ -96,6 +129,11 @@ class FamilyBuilder:
     def family_of(self, spec: MetricSpec) -> Metric:
         """The family of `spec`; hot paths append samples to it after `spec.check_labels` of their label keys."""
         return self.family(spec.name, spec.type, spec.help)
+
+    def rendered(self, spec: MetricSpec, build_samples: Callable[[], list[Sample]]) -> RenderedFamily:
+        """A family of `spec` whose sample lines the caller appends to its `lines` (see RenderedFamily)."""
+        family = self._families[spec.name] = RenderedFamily(spec, build_samples)
+        return family
 
     def family(self, metric: str, type: str, help: str) -> Metric:
         """The family of `metric`; hot paths append `Sample(metric, labels, value)` to its samples."""

@@ -14,20 +14,25 @@ partition out: they measure how close retention is to what the group has committ
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from itertools import groupby
 
 from prometheus_client.samples import Sample
 
 from cdcwatch.config import KafkaClusterConfig
-from cdcwatch.families import Collection, FamilyBuilder, LabelSet, MetricSpec, metric_specs
+from cdcwatch.exposition import SeriesLine
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import At, MessageReader, NewestChange
-from cdcwatch.kafka.status import SEVERITY, ConsumerStatus, StatusWindow, WindowSample
+from cdcwatch.kafka.status import STATUS_BY_CODE, ConsumerStatus, StatusWindow
+
+log = logging.getLogger("cdcwatch.kafka")
 
 __all__ = ["GROUP_STATES", "KAFKA_METRICS", "KafkaCollector"]
 
@@ -102,7 +107,10 @@ KAFKA_METRICS = metric_specs(
         "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, "
         "REWIND)."),
         ("group", "topic", "server", "status")),
-    MetricSpec("cdcwatch_kafka_series_dropped_total", "counter", "Group partitions not reported because of max_partitions.", ()),
+    MetricSpec("cdcwatch_kafka_series_dropped_total", "counter", (
+        "Group partitions not reported because of max_partitions, summed over scrapes."), ()),
+    MetricSpec("cdcwatch_kafka_group_partitions_dropped", "gauge", (
+        "Group partitions the latest scrape did not report because of max_partitions (0: all reported)."), ()),
     MetricSpec("cdcwatch_kafka_message_reads_total", "counter", (
         "Messages whose timestamp or source commit time was needed, by where it came from: source=cache (no "
         "request) or source=broker (fetched)."),
@@ -117,55 +125,46 @@ per group partition would not fit `max_series_per_target` at `max_partitions`.""
 GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EMPTY", "DEAD", "UNKNOWN")
 
 Partition = tuple[str, int]
-_STATUS_CODES = {status: float(code) for status, code in SEVERITY.items()}
+_GROUP_PARTITION_SERIES = ("cdcwatch_kafka_consumergroup_committed_offset", "cdcwatch_kafka_consumergroup_lag_messages",
+                           "cdcwatch_kafka_consumergroup_lag_seconds", "cdcwatch_kafka_consumergroup_status_code")
 
 
-class _SeriesLabels:
-    """The label sets of one group partition's series, kept from one scrape to the next (rendered once)."""
+class _GroupPartition:
+    """One reported group partition, kept from one scrape to the next while it is reported: its status window and
+    its rendered sample lines stay, its readings are replaced every scrape."""
 
-    __slots__ = ("by_method", "where", "with_server")
+    __slots__ = ("committed", "committed_line", "group", "lag", "lag_line", "lag_seconds", "margin", "method",
+                 "partition", "position", "runway", "seconds_line", "seconds_method", "server", "stamp", "stamp_at",
+                 "status", "status_line", "topic", "used", "window")
 
-    def __init__(self, names: tuple[str, ...], values: tuple[str, ...], server: str) -> None:
-        self.where = LabelSet(names, values)
-        self.with_server = LabelSet((*names, "server"), (*values, server))
-        self.by_method: dict[str, LabelSet] = {}
-
-    def with_method(self, method: str) -> LabelSet:
-        found = self.by_method.get(method)
-        if found is None:
-            found = self.by_method[method] = LabelSet((*self.with_server, "method"), (*self.with_server.values(), method))
-        return found
-
-
-@dataclass(slots=True)
-class _Kept:
-    """What the collector keeps of one group partition while it is reported."""
-
-    window: StatusWindow
-    labels: _SeriesLabels | None = None
-
-
-@dataclass(slots=True)
-class _Row:
-    """One group partition as reported this scrape."""
-
-    group: GroupState
-    topic: str
-    partition: int
-    committed: int | None
-    lag: int
-    position: int = 0
-    """Offset of the next message the group will consume: the committed one, else the log start."""
-    lag_seconds: float | None = None
-    method: str = ""
-    status: ConsumerStatus = ConsumerStatus.OK
-    kept: _Kept | None = None
-    margin: int | None = None
-    """Committed offset minus log start offset."""
-    runway: float | None = None
-    """Seconds until retention.ms reaches the next message to consume."""
-    used: float | None = None
-    """That message's age over retention.ms."""
+    def __init__(self, group: GroupState, topic: str, partition: int) -> None:
+        self.group, self.topic, self.partition = group, topic, partition
+        self.committed: int | None = None
+        self.lag = 0
+        self.position = 0
+        """Offset of the next message the group will consume: the committed one, else the log start."""
+        self.lag_seconds: float | None = None
+        self.method = ""
+        self.stamp: tuple[float, str] | None = None
+        """When the message at `stamp_at` was written and how that is known: a message never changes, so while the
+        group stays at one offset its age needs no lookup."""
+        self.stamp_at = -1
+        self.status = 0
+        """The status's code (SEVERITY)."""
+        self.margin: int | None = None
+        """Committed offset minus log start offset."""
+        self.runway: float | None = None
+        """Seconds until retention.ms reaches the next message to consume."""
+        self.used: float | None = None
+        """That message's age over retention.ms."""
+        self.window: StatusWindow | None = None
+        self.server = ""
+        """The server label its lines were rendered with."""
+        self.committed_line: SeriesLine | None = None
+        self.lag_line: SeriesLine | None = None
+        self.seconds_line: SeriesLine | None = None
+        self.seconds_method = ""
+        self.status_line: SeriesLine | None = None
 
 
 class KafkaCollector:
@@ -180,9 +179,12 @@ class KafkaCollector:
         self.reader = ClusterReader(cluster)
         self.messages = MessageReader(cluster)
         self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
-        self.kept: dict[tuple[str, str, int], _Kept] = {}
+        self.kept: dict[tuple[str, str, int], _GroupPartition] = {}
         self.topic_server: dict[str, str] = {}
         self.dropped = 0
+        """Group partitions not reported because of max_partitions, over all scrapes (a counter)."""
+        self.dropped_now = 0
+        self._warned_cap = False
         self._server_patterns = [(re.compile(pattern), server) for pattern, server in cluster.topic_servers.items()]
 
     def collect(self) -> Collection:
@@ -216,7 +218,8 @@ class KafkaCollector:
             self._lag_seconds(rows, state, found.timestamps)
         self.reader.retention(state)  # the answers that arrived meanwhile
         self._runway(rows, state)
-        self._statuses(rows, state.read_at)
+        if self.cluster.status.enabled:
+            self._statuses(rows, state.read_at)
         builder = FamilyBuilder()
         self._topic_families(builder, state, newest)
         self._group_families(builder, state, rows)
@@ -239,49 +242,86 @@ class KafkaCollector:
                 times[(topic, partition)] = change.commit_time
         return times
 
-    def _rows(self, state: ClusterState) -> list[_Row]:
-        rows: list[_Row] = []
+    def _rows(self, state: ClusterState) -> list[_GroupPartition]:
+        """The group partitions to report, in report order (group, topic, partition), with this scrape's offsets;
+        those that vanished leave no state behind. Beyond `max_partitions` the rest are dropped and counted."""
+        rows: list[_GroupPartition] = []
+        kept: dict[tuple[str, str, int], _GroupPartition] = {}
+        previous, cap = self.kept, self.cluster.max_partitions
+        start_of, end_of = state.start.get, state.end.get
+        dropped = 0
         for group in state.groups:
+            name = group.name
             for where, committed in sorted(group.committed.items()):
-                if len(rows) >= self.cluster.max_partitions:
-                    self.dropped += 1
+                if len(rows) >= cap:
+                    dropped += 1
                     continue
                 topic, partition = where
-                end, start = state.end.get(where, 0), state.start.get(where, 0)
-                lag = end - (committed if committed is not None else start)
-                margin = None if committed is None else committed - start
-                rows.append(_Row(group, topic, partition, committed, max(lag, 0), margin=margin,
-                                 position=committed if committed is not None else start))
+                key = (name, topic, partition)
+                row = previous.get(key)
+                if row is None:
+                    row = _GroupPartition(group, topic, partition)
+                kept[key] = row
+                row.group = group
+                start = start_of(where, 0)
+                row.committed = committed
+                if committed is None:
+                    row.position, row.margin = start, None
+                else:
+                    row.position, row.margin = committed, committed - start
+                lag = end_of(where, 0) - row.position
+                row.lag = lag if lag > 0 else 0
+                row.lag_seconds = row.runway = row.used = None
+                row.method = ""
+                rows.append(row)
+        self.kept = kept
+        self.dropped_now = dropped
+        self.dropped += dropped
+        if dropped and not self._warned_cap:
+            log.warning("kafka cluster %s: %d group partitions beyond max_partitions (%d) are not reported; raise "
+                        "max_partitions or narrow groups/topics", self.target, dropped, cap)
+        self._warned_cap = bool(dropped)
         return rows
 
-    def _pending_timestamps(self, rows: list[_Row]) -> list[At]:
-        """The next message to consume wherever a group lags (its age is the lag in seconds)."""
+    def _pending_timestamps(self, rows: list[_GroupPartition]) -> list[At]:
+        """The next message to consume wherever a group lags (its age is the lag in seconds), unless the row read it
+        before (counted as a cache read)."""
         if not self.cluster.lag_seconds:
             return []
-        return [(r.topic, r.partition, r.position) for r in rows if r.lag > 0]
+        pending = [(r.topic, r.partition, r.position) for r in rows
+                   if r.lag > 0 and (r.stamp_at != r.position or r.stamp is None)]
+        self.messages.reads["cache"] += sum(r.lag > 0 for r in rows) - len(pending)
+        return pending
 
-    def _lag_seconds(self, rows: list[_Row], state: ClusterState, stamps: dict[At, tuple[float, str] | None]) -> None:
+    def _lag_seconds(self, rows: list[_GroupPartition], state: ClusterState,
+                     stamps: dict[At, tuple[float, str] | None]) -> None:
         """The age of the message at each row's position: where the group committed nothing, the first message kept
         (the log start), where its lag in messages counts from too, so that the two always measure the same
         backlog (both 0 on an empty partition)."""
+        now = state.read_at
         for row in rows:
             if row.lag == 0:
                 row.lag_seconds, row.method = 0.0, "timestamp"
                 continue
-            at = (row.topic, row.partition, row.position)
-            if at not in stamps:
-                continue  # not read within this scrape's deadline: the next scrape finds it cached
-            stamp = stamps[at]
-            if stamp is not None:
-                row.lag_seconds, row.method = max(state.read_at - stamp[0], 0.0), stamp[1]
-                continue
-            written = self.history[(row.topic, row.partition)].written_at(row.position)
-            if written is not None:
-                row.lag_seconds, row.method = max(state.read_at - written, 0.0), "interpolated"
+            stamp = row.stamp
+            if stamp is None or row.stamp_at != row.position:
+                at = (row.topic, row.partition, row.position)
+                if at not in stamps:
+                    continue  # not read within this scrape's deadline: the next scrape finds it cached
+                stamp = stamps[at]
+                if stamp is None:
+                    written = self.history[(row.topic, row.partition)].written_at(row.position)
+                    if written is not None:
+                        row.lag_seconds, row.method = max(now - written, 0.0), "interpolated"
+                    continue
+                row.stamp, row.stamp_at = stamp, row.position
+            row.lag_seconds, row.method = max(now - stamp[0], 0.0), stamp[1]
 
     @staticmethod
-    def _runway(rows: list[_Row], state: ClusterState) -> None:
+    def _runway(rows: list[_GroupPartition], state: ClusterState) -> None:
         """How close time retention is to the next message each group will consume (where both are known)."""
+        if not state.retention:
+            return
         for row in rows:
             retention = state.retention.get(row.topic)
             if retention is None or retention.ms is None or row.lag_seconds is None or row.committed is None:
@@ -291,16 +331,15 @@ class KafkaCollector:
             if keep > 0:
                 row.used = row.lag_seconds / keep
 
-    def _statuses(self, rows: list[_Row], now: float) -> None:
-        kept: dict[tuple[str, str, int], _Kept] = {}
+    def _statuses(self, rows: list[_GroupPartition], now: float) -> None:
         size, age = self.cluster.status.window_samples, self.cluster.status.max_sample_age_seconds
         for row in rows:
-            key = (row.group.name, row.topic, row.partition)
-            found = kept[key] = row.kept = self.kept.get(key) or _Kept(StatusWindow(size, age))
+            window = row.window
+            if window is None:
+                window = row.window = StatusWindow(size, age)
             if row.committed is not None:
-                found.window.add(WindowSample(now, row.committed, row.lag))
-            row.status = found.window.status(has_members=row.group.members > 0)
-        self.kept = kept  # partitions and groups that vanished leave no state behind
+                window.observe(now, row.committed, row.lag)
+            row.status = window.code(row.group.members > 0)
 
     def _server(self, topic: str) -> str:
         for pattern, server in self._server_patterns:
@@ -342,19 +381,19 @@ class KafkaCollector:
                 if times:
                     self._add(builder, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", max(times), topic=topic, server=server)
 
-    def _group_families(self, builder: FamilyBuilder, state: ClusterState, rows: list[_Row]) -> None:
+    def _group_families(self, builder: FamilyBuilder, state: ClusterState, rows: list[_GroupPartition]) -> None:
         for group in state.groups:
             self._add(builder, "cdcwatch_kafka_consumergroup_members", group.members, group=group.name)
             current = group.state if group.state in GROUP_STATES else "UNKNOWN"
             for name in GROUP_STATES:
                 self._add(builder, "cdcwatch_kafka_consumergroup_state", float(name == current), group=group.name, state=name)
-        by_topic: dict[tuple[str, str], list[_Row]] = defaultdict(list)
-        for row in rows:
-            by_topic[(row.group.name, row.topic)].append(row)
+        servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
         if self.cluster.granularity == "partition":
-            self._partition_series(builder, rows)
-        for (group_name, topic), members in sorted(by_topic.items()):
-            server = self._server(topic)
+            self._partition_series(builder, rows, servers)
+        status = self.cluster.status.enabled
+        for (group_name, topic), run in groupby(rows, key=lambda r: (r.group.name, r.topic)):
+            members = list(run)
+            server = servers[topic]
             self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_messages", sum(r.lag for r in members),
                       group=group_name, topic=topic, server=server)
             seconds = [r.lag_seconds for r in members if r.lag_seconds is not None]
@@ -364,15 +403,18 @@ class KafkaCollector:
             self._add(builder, "cdcwatch_kafka_consumergroup_uncommitted_partitions",
                       sum(r.committed is None for r in members), group=group_name, topic=topic)
             self._topic_retention(builder, group_name, topic, server, members)
-            worst = max((r.status for r in members), key=SEVERITY.__getitem__)
-            for status in ConsumerStatus:
-                self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(status is worst), group=group_name,
-                          topic=topic, server=server, status=status.value)
+            if status:
+                worst = STATUS_BY_CODE[max(r.status for r in members)]
+                for each in ConsumerStatus:
+                    self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(each is worst), group=group_name,
+                              topic=topic, server=server, status=each.value)
         self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
+        self._add(builder, "cdcwatch_kafka_group_partitions_dropped", self.dropped_now)
         for source, count in self.messages.reads.items():
             self._add(builder, "cdcwatch_kafka_message_reads_total", count, source=source)
 
-    def _topic_retention(self, builder: FamilyBuilder, group: str, topic: str, server: str, members: list[_Row]) -> None:
+    def _topic_retention(self, builder: FamilyBuilder, group: str, topic: str, server: str,
+                         members: list[_GroupPartition]) -> None:
         """The partition closest to losing data speaks for the topic."""
         where = {"group": group, "topic": topic}
         runways = [r.runway for r in members if r.runway is not None]
@@ -386,37 +428,61 @@ class KafkaCollector:
         if margins:
             self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_margin_messages", min(margins), **where)
 
-    def _partition_series(self, builder: FamilyBuilder, rows: list[_Row]) -> None:
-        """The per-partition series: tens of thousands on a large cluster, so samples are appended directly,
-        with label sets kept from one scrape to the next, and the status is one coded series per partition (the
-        per-topic status is the full state set)."""
-        def family(metric: str, *labels: str) -> list[Sample]:
-            spec = KAFKA_METRICS[metric]
-            spec.check_labels(labels)  # the label keys of the samples appended below
-            return builder.family_of(spec).samples
-
-        committed = family("cdcwatch_kafka_consumergroup_committed_offset", *_PARTITION)
-        lag = family("cdcwatch_kafka_consumergroup_lag_messages", *_PARTITION, "server")
-        seconds = family("cdcwatch_kafka_consumergroup_lag_seconds", *_PARTITION, "server", "method")
-        status = family("cdcwatch_kafka_consumergroup_status_code", *_PARTITION)
+    def _partition_series(self, builder: FamilyBuilder, rows: list[_GroupPartition], servers: dict[str, str]) -> None:
+        """The per-partition series: tens of thousands on a large cluster, so each group partition keeps its
+        rendered lines from one scrape to the next (RenderedFamily); the status is one coded series per partition
+        (the per-topic status is the full state set)."""
         base = self._labels()
         names, base_values = (*base, *_PARTITION), tuple(base.values())
-        servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
-        # values as floats: the text renderer's fast path
+        with_server, with_method = (*names, "server"), (*names, "server", "method")
+
+        def family(metric: str, labels: tuple[str, ...], value: Callable[[_GroupPartition], float | None],
+                   label_values: Callable[[_GroupPartition], tuple[str, ...]]) -> list[str]:
+            spec = KAFKA_METRICS[metric]
+            spec.check_labels(labels[len(base):])
+
+            def samples() -> list[Sample]:  # for readers other than the text format
+                return [Sample(metric, dict(zip(labels, (*base_values, *label_values(r)), strict=True)), found)
+                        for r in rows if (found := value(r)) is not None]
+            return builder.rendered(spec, samples).lines
+
+        def where(r: _GroupPartition) -> tuple[str, ...]:
+            return (r.group.name, r.topic, str(r.partition))
+
+        committed_lines = (family("cdcwatch_kafka_consumergroup_committed_offset", names,
+                                  lambda r: None if r.committed is None else float(r.committed), where)
+                           if self.cluster.committed_offsets else None)
+        lag_lines = family("cdcwatch_kafka_consumergroup_lag_messages", with_server, lambda r: float(r.lag),
+                           lambda r: (*where(r), r.server))
+        seconds_lines = family("cdcwatch_kafka_consumergroup_lag_seconds", with_method, lambda r: r.lag_seconds,
+                               lambda r: (*where(r), r.server, r.method))
+        status_lines = (family("cdcwatch_kafka_consumergroup_status_code", names, lambda r: float(r.status), where)
+                        if self.cluster.status.enabled else None)
         for row in rows:
-            assert row.kept is not None, "statuses are set before the families"
-            labels, server = row.kept.labels, servers[row.topic]
-            if labels is None or labels.with_server["server"] != server:
-                labels = row.kept.labels = _SeriesLabels(
-                    names, (*base_values, row.group.name, row.topic, str(row.partition)), server)
-            if row.committed is not None:
-                committed.append(Sample("cdcwatch_kafka_consumergroup_committed_offset", labels.where,
-                                        float(row.committed)))
-            lag.append(Sample("cdcwatch_kafka_consumergroup_lag_messages", labels.with_server, float(row.lag)))
+            server = servers[row.topic]
+            if row.lag_line is None or row.server != server:  # new, or its topic's server became known
+                row.server = server
+                values = (*base_values, row.group.name, row.topic, str(row.partition))
+                row.lag_line = SeriesLine("cdcwatch_kafka_consumergroup_lag_messages", with_server, (*values, server))
+                row.seconds_line = None
+                if committed_lines is not None:
+                    row.committed_line = SeriesLine("cdcwatch_kafka_consumergroup_committed_offset", names, values)
+                if status_lines is not None:
+                    row.status_line = SeriesLine("cdcwatch_kafka_consumergroup_status_code", names, values)
+        # one pass per family, the lines in row order (each line object is set above wherever its family is on)
+        if committed_lines is not None:
+            committed_lines += [r.committed_line.line(r.committed)  # type: ignore[union-attr]
+                                for r in rows if r.committed is not None]
+        lag_lines += [r.lag_line.line(r.lag) for r in rows]  # type: ignore[union-attr]
+        for row in rows:
             if row.lag_seconds is not None:
-                seconds.append(Sample("cdcwatch_kafka_consumergroup_lag_seconds", labels.with_method(row.method),
-                                      row.lag_seconds))
-            status.append(Sample("cdcwatch_kafka_consumergroup_status_code", labels.where, _STATUS_CODES[row.status]))
+                if row.seconds_line is None or row.seconds_method != row.method:
+                    row.seconds_method = row.method
+                    row.seconds_line = SeriesLine("cdcwatch_kafka_consumergroup_lag_seconds", with_method, (
+                        *base_values, row.group.name, row.topic, str(row.partition), row.server, row.method))
+                seconds_lines.append(row.seconds_line.line(row.lag_seconds))
+        if status_lines is not None:
+            status_lines += [r.status_line.line(r.status) for r in rows]  # type: ignore[union-attr]
 
     def close(self) -> None:
         self.messages.close()

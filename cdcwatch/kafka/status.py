@@ -16,7 +16,7 @@ import enum
 from collections import deque
 from typing import NamedTuple
 
-__all__ = ["ConsumerStatus", "WindowSample", "StatusWindow"]
+__all__ = ["STATUS_BY_CODE", "ConsumerStatus", "StatusWindow", "WindowSample"]
 
 
 class ConsumerStatus(enum.Enum):
@@ -30,6 +30,8 @@ class ConsumerStatus(enum.Enum):
 SEVERITY = {ConsumerStatus.OK: 0, ConsumerStatus.WARN: 1, ConsumerStatus.STALL: 2, ConsumerStatus.STOP: 3,
             ConsumerStatus.REWIND: 4}
 """Severity order (a topic's status is the worst of its partitions); also the exported status code."""
+STATUS_BY_CODE = tuple(sorted(SEVERITY, key=SEVERITY.__getitem__))
+_OK, _WARN, _STALL, _STOP, _REWIND = range(5)
 
 
 class WindowSample(NamedTuple):
@@ -46,42 +48,47 @@ class StatusWindow:
     scrape."""
 
     def __init__(self, size: int, max_age: float) -> None:
-        self.samples: deque[WindowSample] = deque()
+        self.samples: deque[tuple[float, int, int]] = deque()
+        """(at, committed, lag), oldest first: a WindowSample's fields."""
         self.size = size
         self.max_age = max_age
         self.rewinds = 0
         self.shrinks = 0
 
-    def _count(self, older: WindowSample, newer: WindowSample, sign: int) -> None:
-        self.rewinds += sign * (newer.committed < older.committed)
-        self.shrinks += sign * (newer.lag < older.lag)
-
-    def _drop_oldest(self) -> None:
-        oldest = self.samples.popleft()
-        if self.samples:
-            self._count(oldest, self.samples[0], -1)
-
     def add(self, sample: WindowSample) -> None:
+        self.observe(*sample)
+
+    def observe(self, at: float, committed: int, lag: int) -> None:
+        """`add` of a sample given as its fields (it runs for every group partition on every scrape)."""
         samples = self.samples
         if samples:
-            self._count(samples[-1], sample, 1)
-        samples.append(sample)
-        while len(samples) > self.size or sample.at - samples[0].at > self.max_age:
-            self._drop_oldest()
+            last = samples[-1]
+            self.rewinds += committed < last[1]
+            self.shrinks += lag < last[2]
+        samples.append((at, committed, lag))  # a plain tuple: WindowSample's fields, built faster
+        while len(samples) > self.size or at - samples[0][0] > self.max_age:
+            oldest = samples.popleft()
+            if samples:
+                following = samples[0]
+                self.rewinds -= following[1] < oldest[1]
+                self.shrinks -= following[2] < oldest[2]
 
     def status(self, has_members: bool) -> ConsumerStatus:
-        """The table above, over the window: with no rewind the committed offsets never decrease, so the
-        offset moved if and only if the last differs from the first."""
+        return STATUS_BY_CODE[self.code(has_members)]
+
+    def code(self, has_members: bool) -> int:
+        """The status by the table above, as its code (SEVERITY), over the window: with no rewind the committed
+        offsets never decrease, so the offset moved if and only if the last differs from the first."""
         samples = self.samples
         if not samples:
-            return ConsumerStatus.OK
+            return _OK
         if self.rewinds:
-            return ConsumerStatus.REWIND
+            return _REWIND
         first, last = samples[0], samples[-1]
-        if len(samples) < 3 or last.lag == 0:
-            return ConsumerStatus.OK
-        if last.committed == first.committed:
-            return ConsumerStatus.STALL if has_members else ConsumerStatus.STOP
-        if not self.shrinks and last.lag > first.lag:
-            return ConsumerStatus.WARN
-        return ConsumerStatus.OK
+        if len(samples) < 3 or last[2] == 0:
+            return _OK
+        if last[1] == first[1]:
+            return _STALL if has_members else _STOP
+        if not self.shrinks and last[2] > first[2]:
+            return _WARN
+        return _OK
