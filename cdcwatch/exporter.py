@@ -24,7 +24,7 @@ from cdcwatch.config import Config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.debezium import DebeziumCollector
 from cdcwatch.failures import FailureKind, describe
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, metric_specs
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, merged, metric_specs, sample_count
 from cdcwatch.jmx import make_client
 from cdcwatch.kafka import KafkaCollector
 from cdcwatch.mysql import BinlogCollector
@@ -209,7 +209,7 @@ class Exporter:
 
     def _capped(self, name: str, target: str, collection: Collection) -> Collection:
         """The collection, or a copy cut to max_series samples; the cut ones are counted."""
-        total = sum(len(f.samples) for f in collection.families)
+        total = sum(sample_count(f) for f in collection.families)
         if total <= self._max_series:
             return collection
         room, families = self._max_series, []
@@ -263,12 +263,11 @@ class Exporter:
 
     def collect(self) -> Iterable[Metric]:
         results = self.scrape()
-        merged: dict[str, Metric] = {}  # new families: a coalesced collection is shared, never mutated
+        by_name: dict[str, list[Metric]] = {}  # a coalesced collection is shared: merged into new families
         for result in results:
             for family in result.collection.families:
-                target = merged.setdefault(family.name, Metric(family.name, family.documentation, family.type))
-                target.samples.extend(family.samples)
-        yield from merged.values()
+                by_name.setdefault(family.name, []).append(family)
+        yield from (merged(families) for families in by_name.values())
         yield from self.self_families(results)
 
     def close(self) -> None:

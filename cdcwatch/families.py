@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 __all__ = ["Collection", "FamilyBuilder", "LabelSet", "MetricSpec", "RenderedFamily", "TargetCollector",
-           "UndeclaredLabel", "metric_specs", "referenced_specs", "sample_count"]
+           "UndeclaredLabel", "merged", "metric_specs", "referenced_specs", "sample_count"]
 
 _UNITS = ("seconds", "bytes")
 
@@ -86,25 +87,44 @@ class RenderedFamily(Metric):
     of a large cluster, each line kept from one scrape to the next and formatted again only when its value changes.
 
     The text renderer joins `lines` as they are. `samples`, for every other reader (OpenMetrics, `name[]` filters,
-    the series cap, tests), are built by `build_samples` when first read: a plain-text scrape builds none."""
+    the series cap, tests), are parsed from the lines when first read, so they say exactly what the lines say; a
+    plain-text scrape parses none."""
 
-    def __init__(self, spec: MetricSpec, build_samples: Callable[[], list[Sample]]) -> None:
+    def __init__(self, spec: MetricSpec) -> None:
         base = spec.name.removesuffix("_total") if spec.type == "counter" else spec.name
         super().__init__(base, spec.help, spec.type)
         self.sample_name = spec.name
         self.lines: list[str] = []
-        self._build_samples = build_samples
         self._samples: list[Sample] | None = None
 
     @property
     def samples(self) -> list[Sample]:
         if self._samples is None:
-            self._samples = self._build_samples()
+            text = f"# TYPE {self.name} {self.type}\n" + "".join(self.lines)
+            self._samples = [Sample(sample.name, sample.labels, sample.value)
+                             for family in text_string_to_metric_families(text) for sample in family.samples]
         return self._samples
 
     @samples.setter
     def samples(self, samples: list[Sample]) -> None:
         self._samples = samples if samples else None  # Metric.__init__ sets [] before the lines exist
+
+
+def merged(families: list[Metric]) -> Metric:
+    """One family of the samples of `families` (one name, from several targets), in their order; a single family is
+    returned as it is, and rendered families stay rendered."""
+    if len(families) == 1:
+        return families[0]
+    first = families[0]
+    if all(isinstance(family, RenderedFamily) for family in families):
+        parts = cast(list[RenderedFamily], families)
+        joined = RenderedFamily(MetricSpec(parts[0].sample_name, cast(Any, first.type), first.documentation))
+        joined.lines = [line for part in parts for line in part.lines]
+        return joined
+    plain = Metric(first.name, first.documentation, first.type)
+    for family in families:
+        plain.samples.extend(family.samples)
+    return plain
 
 
 def sample_count(family: Metric) -> int:
@@ -130,9 +150,9 @@ class FamilyBuilder:
         """The family of `spec`; hot paths append samples to it after `spec.check_labels` of their label keys."""
         return self.family(spec.name, spec.type, spec.help)
 
-    def rendered(self, spec: MetricSpec, build_samples: Callable[[], list[Sample]]) -> RenderedFamily:
+    def rendered(self, spec: MetricSpec) -> RenderedFamily:
         """A family of `spec` whose sample lines the caller appends to its `lines` (see RenderedFamily)."""
-        family = self._families[spec.name] = RenderedFamily(spec, build_samples)
+        family = self._families[spec.name] = RenderedFamily(spec)
         return family
 
     def family(self, metric: str, type: str, help: str) -> Metric:

@@ -19,10 +19,7 @@ import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from itertools import groupby
-
-from prometheus_client.samples import Sample
 
 from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.exposition import SeriesLine
@@ -436,27 +433,16 @@ class KafkaCollector:
         names, base_values = (*base, *_PARTITION), tuple(base.values())
         with_server, with_method = (*names, "server"), (*names, "server", "method")
 
-        def family(metric: str, labels: tuple[str, ...], value: Callable[[_GroupPartition], float | None],
-                   label_values: Callable[[_GroupPartition], tuple[str, ...]]) -> list[str]:
+        def family(metric: str, labels: tuple[str, ...]) -> list[str]:
             spec = KAFKA_METRICS[metric]
             spec.check_labels(labels[len(base):])
+            return builder.rendered(spec).lines
 
-            def samples() -> list[Sample]:  # for readers other than the text format
-                return [Sample(metric, dict(zip(labels, (*base_values, *label_values(r)), strict=True)), found)
-                        for r in rows if (found := value(r)) is not None]
-            return builder.rendered(spec, samples).lines
-
-        def where(r: _GroupPartition) -> tuple[str, ...]:
-            return (r.group.name, r.topic, str(r.partition))
-
-        committed_lines = (family("cdcwatch_kafka_consumergroup_committed_offset", names,
-                                  lambda r: None if r.committed is None else float(r.committed), where)
+        committed_lines = (family("cdcwatch_kafka_consumergroup_committed_offset", names)
                            if self.cluster.committed_offsets else None)
-        lag_lines = family("cdcwatch_kafka_consumergroup_lag_messages", with_server, lambda r: float(r.lag),
-                           lambda r: (*where(r), r.server))
-        seconds_lines = family("cdcwatch_kafka_consumergroup_lag_seconds", with_method, lambda r: r.lag_seconds,
-                               lambda r: (*where(r), r.server, r.method))
-        status_lines = (family("cdcwatch_kafka_consumergroup_status_code", names, lambda r: float(r.status), where)
+        lag_lines = family("cdcwatch_kafka_consumergroup_lag_messages", with_server)
+        seconds_lines = family("cdcwatch_kafka_consumergroup_lag_seconds", with_method)
+        status_lines = (family("cdcwatch_kafka_consumergroup_status_code", names)
                         if self.cluster.status.enabled else None)
         for row in rows:
             server = servers[row.topic]

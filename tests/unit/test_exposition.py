@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-from cdcwatch.exposition import LabelBlocks, metrics_app, render_text
-from cdcwatch.families import LabelSet
+from cdcwatch.exposition import LabelBlocks, SeriesLine, metrics_app, render_text
+from cdcwatch.families import LabelSet, MetricSpec, RenderedFamily, merged
 
 _LEGACY = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,12}", fullmatch=True)
 _ANY_NAME = st.one_of(_LEGACY, st.text(min_size=1, max_size=8))  # some outside the legacy set
@@ -127,3 +127,25 @@ def test_the_app_negotiates_like_prometheus_client() -> None:
     _, _, body = _get(app, query="name[]=cdcwatch_two")
     assert body == b"# HELP cdcwatch_two Two.\n# TYPE cdcwatch_two gauge\ncdcwatch_two 2.0\n"
     assert _get(app, method="POST")[0].startswith("405")
+
+
+def test_rendered_families_of_several_targets_merge_into_one_that_renders_as_their_samples() -> None:
+    """Two Kafka clusters' per-partition families share a name: the merged family renders both targets' lines, as
+    prometheus_client renders the samples parsed from them; with a plain family among them it is plain."""
+    spec = MetricSpec("cdcwatch_x_lag", "gauge", "Lag.", ("group",))
+    first, second = RenderedFamily(spec), RenderedFamily(spec)
+    first.lines = [SeriesLine(spec.name, ("group", "target"), ("a", "k1")).line(3)]
+    second.lines = [SeriesLine(spec.name, ("group", "target"), ('b"', "k2")).line(-0.0)]
+    joined = merged([first, second])
+    assert isinstance(joined, RenderedFamily) and joined.lines == first.lines + second.lines
+    assert [(s.labels, s.value) for s in joined.samples] == [({"group": "a", "target": "k1"}, 3.0),
+                                                              ({"group": 'b"', "target": "k2"}, -0.0)]
+    plain = Metric("cdcwatch_x_lag", "Lag.", "gauge")
+    plain.samples = list(joined.samples)
+    assert render_text(_Fixed([joined])) == generate_latest(_Fixed([plain]))
+    other = Metric("cdcwatch_x_lag", "Lag.", "gauge")
+    other.samples.append(Sample("cdcwatch_x_lag", {"group": "c", "target": "k3"}, 1.0))
+    mixed = merged([first, other])
+    assert not isinstance(mixed, RenderedFamily)
+    assert [s.labels["group"] for s in mixed.samples] == ["a", "c"]
+    assert merged([first]) is first
