@@ -121,7 +121,7 @@ class Exporter:
     """
 
     def __init__(self, collectors: Sequence[ScheduledCollector], max_concurrency: int = 16,
-                 max_series: int = 50000) -> None:
+                 max_series: int = 250000) -> None:
         self._collectors = list(collectors)
         self._max_concurrency = max_concurrency
         self._max_series = max_series
@@ -220,7 +220,12 @@ class Exporter:
             if kept.samples:
                 families.append(kept)
         with self._lock:
+            first = (name, target) not in self._dropped
             self._dropped[(name, target)] = self._dropped.get((name, target), 0) + total - self._max_series
+        if first:
+            log.warning("target %s (%s) exported %d series, more than limits.max_series_per_target (%d): the rest are "
+                        "left out (cdcwatch_series_dropped_total); raise the limit or narrow what the target reports",
+                        target, name, total, self._max_series)
         return Collection(families, collection.summary)
 
     def _record(self, result: TargetResult) -> None:

@@ -74,21 +74,21 @@ def label_block(names: tuple[str, ...], values: tuple[str, ...]) -> str:
 
 class SeriesLine:
     """One series' sample line, `name{labels} value`, kept with the value it shows: its labels are rendered once
-    (they must be legacy names: a collector's own), its value again only when it changes."""
+    (they must be legacy names: a collector's own), its value again only when it changes. Only the line is kept
+    (its labels end at its last space: a value has none), since a large cluster keeps tens of thousands."""
 
-    __slots__ = ("prefix", "shown", "text")
+    __slots__ = ("shown", "text")
 
     def __init__(self, name: str, names: tuple[str, ...], values: tuple[str, ...]) -> None:
-        self.prefix = name + label_block(names, values)
         self.shown = math.nan  # never equal: the first value is formatted
-        self.text = ""
+        self.text = name + label_block(names, values) + "\n"
 
     def line(self, value: float) -> str:
         """The line showing `value` (an int is shown as the float it equals, as prometheus_client shows it)."""
         # NaN is never equal; 0.0 and -0.0 are, but print differently
         if value != self.shown or (not value and math.copysign(1.0, value) != math.copysign(1.0, self.shown)):
             self.shown = value
-            self.text = self.prefix + format_value(float(value)) + "\n"
+            self.text = self.text.rpartition(" ")[0] + " " + format_value(float(value)) + "\n"
         return self.text
 
 

@@ -165,7 +165,7 @@ def test_concurrency_limit_bounds_collections_running_at_once():
     exporter.close()
 
 
-def test_series_beyond_the_cap_are_dropped_and_counted():
+def test_series_beyond_the_cap_are_dropped_counted_and_logged_once(caplog):
     def many():
         builder = FamilyBuilder()
         for table in range(30):
@@ -179,4 +179,6 @@ def test_series_beyond_the_cap_are_dropped_and_counted():
     assert values[dropped] == 20
     exporter.scrape()
     assert scrape_values(registry_for(exporter))[dropped] == 60
+    warnings = [r.getMessage() for r in caplog.records if "max_series_per_target" in r.getMessage()]
+    assert len(warnings) == 1 and "wide" in warnings[0] and "30 series" in warnings[0]
     exporter.close()

@@ -297,3 +297,36 @@ def test_an_uncommitted_partition_lags_from_the_log_start_in_messages_and_in_sec
     assert by_partition("cdcwatch_kafka_consumergroup_lag_seconds") == pytest.approx({"0": 60, "1": 600, "2": 0}, abs=1e-3)
     assert sorted(asked) == [("t", 0, 7), ("t", 1, 3)]  # the log start's message, not the log end's
     collector.close()
+
+
+def test_group_partitions_beyond_max_partitions_are_left_out_counted_shown_and_logged_once(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Three group partitions, a cap of two: the third is not reported, the gauge says how many the scrape left out,
+    the counter sums them over scrapes, and the log says so once (again only after the cap stopped biting)."""
+    collector = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1", max_partitions=2,
+                                                  lag_seconds=False, freshness=False))
+    counts = iter([3, 3, 2, 3])
+
+    def read(deadline: float) -> ClusterState:
+        count = next(counts)
+        group = GroupState("g", "STABLE", 1, {("t", p): 5 for p in range(count)})
+        return ClusterState({"t": count}, {("t", p): 0 for p in range(count)}, {("t", p): 9 for p in range(count)},
+                            [group], time.time())
+
+    monkeypatch.setattr(collector.reader, "read", read)
+    monkeypatch.setattr(collector.messages, "read", lambda *args, **kwargs: Lookup({}, {}))
+
+    def scrape() -> tuple[list[str], float, float]:
+        samples = [s for f in collector.collect().families for s in f.samples]
+        reported = [s.labels["partition"] for s in samples if s.name == "cdcwatch_kafka_consumergroup_lag_messages"]
+        gauge = next(s.value for s in samples if s.name == "cdcwatch_kafka_group_partitions_dropped")
+        total = next(s.value for s in samples if s.name == "cdcwatch_kafka_series_dropped_total")
+        return reported, gauge, total
+
+    assert scrape() == (["0", "1"], 1, 1)
+    assert scrape() == (["0", "1"], 1, 2)
+    assert scrape() == (["0", "1"], 0, 2)
+    assert scrape() == (["0", "1"], 1, 3)
+    warnings = [r.getMessage() for r in caplog.records if "max_partitions" in r.getMessage()]
+    assert len(warnings) == 2 and "1 group partitions beyond max_partitions (2)" in warnings[0]
+    collector.close()
