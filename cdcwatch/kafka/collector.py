@@ -309,10 +309,11 @@ class KafkaCollector:
                 if stamp is None:
                     written = self.history[(row.topic, row.partition)].written_at(row.position)
                     if written is not None:
-                        row.lag_seconds, row.method = max(now - written, 0.0), "interpolated"
+                        row.lag_seconds, row.method = (now - written if now > written else 0.0), "interpolated"
                     continue
                 row.stamp, row.stamp_at = stamp, row.position
-            row.lag_seconds, row.method = max(now - stamp[0], 0.0), stamp[1]
+            written = stamp[0]
+            row.lag_seconds, row.method = (now - written if now > written else 0.0), stamp[1]
 
     @staticmethod
     def _runway(rows: list[_GroupPartition], state: ClusterState) -> None:
