@@ -68,6 +68,8 @@ class ScheduledCollector:
 
     collector: TargetCollector
     timeout_seconds: float
+    config: object = None
+    """The target's configuration section: a reload hands the collector's learned state on only while it is unchanged."""
 
 
 @dataclass
@@ -98,18 +100,18 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
             trust_ca_files(settings.ca_file for settings, _ in jmx_settings if settings.ca_file is not None)
     if config.targets:
-        scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
+        scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds, t)
                       for t in config.targets]
     if config.kafka:
-        scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
+        scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds, k) for k in config.kafka]
     if config.connect:
-        scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds) for c in config.connect]
+        scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds, c) for c in config.connect]
     if config.postgres:
-        scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
+        scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds, p) for p in config.postgres]
     if config.mysql:
-        scheduled += [ScheduledCollector(BinlogCollector(m), m.timeout_seconds) for m in config.mysql]
+        scheduled += [ScheduledCollector(BinlogCollector(m), m.timeout_seconds, m) for m in config.mysql]
     if config.reconcile:  # a scrape reads the pair's state: its deadline is short, whatever its passes take
-        scheduled += [ScheduledCollector(ReconcileCollector(r), 2.0) for r in config.reconcile]
+        scheduled += [ScheduledCollector(ReconcileCollector(r), 2.0, r) for r in config.reconcile]
     return scheduled
 
 
@@ -142,18 +144,19 @@ class Exporter:
         """Collect from `collectors` (with new limits, if given) from the next scrape on; the old ones close
         once their collections end.
 
-        Error counters of targets that stay carry on (counters never reset while cdcwatch runs), and so do the
-        counts a collector keeps itself: a new collector with an `inherit(previous)` method is handed the one
-        of the same kind and target it replaces.
+        Error counters of targets that stay carry on (counters never reset while cdcwatch runs), and so does what
+        a collector learned itself (its counters, status windows, last-advance times, caches): a new collector
+        with an `inherit(previous)` method is handed the one of the same kind and target it replaces, when that
+        target's configuration is unchanged (a changed one may point at another server, whose state this is not).
         """
         with self._lock:
             old, in_flight, old_pool = self._collectors, list(self._in_flight.values()), self._pool
-            previous = {(s.collector.kind, s.collector.target): s.collector for s in old}
+            previous = {(s.collector.kind, s.collector.target): s for s in old}
             for scheduled in collectors:
                 inherit = getattr(scheduled.collector, "inherit", None)
                 prior = previous.get((scheduled.collector.kind, scheduled.collector.target))
-                if inherit is not None and prior is not None:
-                    inherit(prior)
+                if inherit is not None and prior is not None and prior.config == scheduled.config:
+                    inherit(prior.collector)
             self._collectors = list(collectors)
             self._max_concurrency = max_concurrency or self._max_concurrency
             self._max_series = max_series or self._max_series

@@ -129,4 +129,4 @@ class TargetCollector(Protocol):
 
     def close(self) -> None: ...
 
-    # optional: `inherit(previous)`, to carry on what the collector it replaces at a reload counted (Exporter.replace)
+    # optional: `inherit(previous)`, to carry on what the collector it replaces at a reload learned (Exporter.replace)

@@ -245,11 +245,13 @@ class ConnectCollector:
             raise ConnectRestError(f"GET {path}: the answer is no JSON ({content_type}, {len(body)} bytes)") from None
 
     def inherit(self, previous: object) -> None:
-        """Carry on the restart counts of the collector this one replaces (a configuration reload): counters
-        never reset while cdcwatch runs."""
+        """Carry on the restart and malformed-part counts of the collector this one replaces (a configuration
+        reload): counters never reset while cdcwatch runs; and take over its JMX client with its connection and
+        bean listings (the replaced collector closes this one's unused client instead)."""
         if isinstance(previous, ConnectCollector):
             self.restarts = previous.restarts
             self.malformed = previous.malformed
+            self.jmx, previous.jmx = previous.jmx, self.jmx
 
     def collect(self) -> Collection:
         deadline = time.monotonic() + self.worker.timeout_seconds * 0.9

@@ -96,5 +96,10 @@ class DebeziumCollector:
             builder.add_spec(DEBEZIUM_METRICS["cdcwatch_debezium_jvm_start_time_seconds"], started, common)
         return Collection(builder.families(), _summary(beans))
 
+    def inherit(self, previous: DebeziumCollector) -> None:
+        """Take over the JMX client of the collector this one replaces at a reload, with its connection and the bean
+        listings and JVM constants it keeps; the replaced collector closes this one's unused client instead."""
+        self._client, previous._client = previous._client, self._client
+
     def close(self) -> None:
         self._client.close()

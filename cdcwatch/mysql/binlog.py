@@ -249,6 +249,13 @@ class BinlogCollector:
             except Exception:  # the server may be mid-stream; the socket goes anyway
                 pass
 
+    def inherit(self, previous: BinlogCollector) -> None:
+        """Carry on what the collector this one replaces at a reload learned: each binlog's start time (a dump per
+        file saved, and kept where the server no longer lets them be read), and what was already said in the log."""
+        self.started = dict(previous.started)
+        self.dump_denied, self.disabled_said, self.capped_said = (previous.dump_denied, previous.disabled_said,
+                                                                  previous.capped_said)
+
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
         builder.add_spec(BINLOG_METRICS[metric], value, {"target": self.target, **self.source.labels},
                          server=self.source.server, **labels)

@@ -213,6 +213,12 @@ class ReplicationSlotCollector:
         self.wal_directory_denied = False
         return size
 
+    def inherit(self, previous: ReplicationSlotCollector) -> None:
+        """Carry on what the collector this one replaces at a reload saw: when each slot last advanced (else every
+        slot's last advance would read as the reload's time), and what was already said in the log."""
+        self.advanced = dict(previous.advanced)
+        self.wal_directory_denied, self.tables_denied = previous.wal_directory_denied, previous.tables_denied
+
     def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
         builder.add_spec(SLOT_METRICS[metric], value, {"target": self.target, **self.source.labels}, **labels)
 

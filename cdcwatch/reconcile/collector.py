@@ -163,10 +163,9 @@ class ReconcileCollector:
                                               f"{state.chunks_checked} chunks checked")
 
     def inherit(self, previous: ReconcileCollector) -> None:
-        """Carry on the counters of the collector this one replaces at a reload."""
-        state = previous.reconciler.state()
-        self.reconciler.chunks_checked = state.chunks_checked
-        self.reconciler.rows_read_before = dict(state.rows_read)
+        """Carry on the comparison of the collector this one replaces at a reload: its counters, its suspects with
+        their re-checks and its confirmed divergences (else each would have to settle and be confirmed again)."""
+        self.reconciler.carry_on(previous.reconciler)
 
     def close(self) -> None:
         self._stop.set()
