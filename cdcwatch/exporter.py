@@ -20,16 +20,10 @@ from dataclasses import dataclass, field
 from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
+from cdcwatch.collectors import COLLECTORS, registered
 from cdcwatch.config import Config
-from cdcwatch.connect import ConnectCollector
-from cdcwatch.debezium import DebeziumCollector
 from cdcwatch.failures import FailureKind, describe
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, metric_specs
-from cdcwatch.jmx import make_client
-from cdcwatch.kafka import KafkaCollector
-from cdcwatch.mysql import BinlogCollector
-from cdcwatch.postgres import ReplicationSlotCollector
-from cdcwatch.reconcile import ReconcileCollector
 
 __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
 
@@ -87,8 +81,8 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured JMX target, Kafka cluster, Connect worker, PostgreSQL and MySQL source, reconciled
-    table pair."""
+    """One collector per configured target of every registered kind (cdcwatch/collectors.py), in the registry's
+    order."""
     scheduled: list[ScheduledCollector] = []
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
@@ -99,19 +93,9 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
             trust_ca_files(settings.ca_file for settings, _ in jmx_settings if settings.ca_file is not None)
-    if config.targets:
-        scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds, t)
-                      for t in config.targets]
-    if config.kafka:
-        scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds, k) for k in config.kafka]
-    if config.connect:
-        scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds, c) for c in config.connect]
-    if config.postgres:
-        scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds, p) for p in config.postgres]
-    if config.mysql:
-        scheduled += [ScheduledCollector(BinlogCollector(m), m.timeout_seconds, m) for m in config.mysql]
-    if config.reconcile:  # a scrape reads the pair's state: its deadline is short, whatever its passes take
-        scheduled += [ScheduledCollector(ReconcileCollector(r), 2.0, r) for r in config.reconcile]
+    for entry in COLLECTORS:
+        scheduled += [ScheduledCollector(entry.build(target), entry.timeout(target), target)
+                      for target in getattr(config, entry.section)]
     return scheduled
 
 
@@ -197,15 +181,17 @@ class Exporter:
     def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
         name, target = scheduled.collector.kind, scheduled.collector.target
         address = getattr(scheduled.collector, "address", target)
+        entry = registered(name)
+        service = entry.service if entry is not None else "the target"
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
             result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
-            failure = describe(TimeoutError(f"no answer within {scheduled.timeout_seconds:g}s"), address, name)
+            failure = describe(TimeoutError(f"no answer within {scheduled.timeout_seconds:g}s"), address, service)
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         except Exception as exc:  # a collector failure must never fail the scrape
-            failure = describe(exc, address, name)
+            failure = describe(exc, address, service)
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         self._record(result)
         return result

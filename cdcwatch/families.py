@@ -10,7 +10,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
 __all__ = ["Collection", "FamilyBuilder", "LabelSet", "MetricSpec", "TargetCollector", "UndeclaredLabel",
-           "metric_specs", "referenced_specs"]
+           "metric_specs", "reference_row", "referenced_specs"]
 
 _UNITS = ("seconds", "bytes")
 
@@ -49,6 +49,12 @@ class MetricSpec:
         if undeclared:
             raise UndeclaredLabel(f"{self.name}: label(s) {', '.join(undeclared)} not declared (declared: "
                                   f"{', '.join(self.labels) or 'none'})")
+
+
+def reference_row(spec: MetricSpec, source: str | None = None) -> str:
+    """A metric's row in the metrics reference: name, type, (extra) labels, where it is read when given, help."""
+    cells = [f"`{spec.name}`", spec.type, ", ".join(spec.labels) or "-", *([source] if source else []), spec.help]
+    return "| " + " | ".join(cells) + " |"
 
 
 def metric_specs(*specs: MetricSpec) -> dict[str, MetricSpec]:

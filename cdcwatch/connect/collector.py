@@ -286,7 +286,7 @@ class ConnectCollector:
                 self._jmx_families(builder, servers, connectors)
             except Exception as exc:  # the error names the JMX endpoint, not the REST API that answered
                 jmx = jmx_address(self.worker.jmx) if self.worker.jmx else "JMX"
-                raise describe(exc, jmx, self.kind) from exc
+                raise describe(exc, jmx, "the Connect worker's JMX agent") from exc
         clashing = sorted(server for server, others in conflicts.items() if others)
         summary = f"{len(connectors)} connectors, {failed} failed"
         return Collection(builder.families(), summary + (f", server name used twice: {', '.join(clashing)}"
