@@ -30,20 +30,32 @@ __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "Tar
 log = logging.getLogger("cdcwatch")
 
 _TARGET = ("collector", "target")
+UP = MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET)
+TARGET_FAILURE_INFO = MetricSpec("cdcwatch_target_failure_info", "gauge", (
+    "1 while the last collection from the target failed; `failure` is what failed: " +
+    ", ".join(kind.label for kind in FailureKind) + "."), (*_TARGET, "failure"))
+SCRAPE_DURATION_SECONDS = MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET)
+SCRAPE_ERRORS_TOTAL = MetricSpec(
+    "cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET)
+SERIES_DROPPED_TOTAL = MetricSpec("cdcwatch_series_dropped_total", "counter",
+                                  "Series not exported because the target exceeded limits.max_series_per_target.", _TARGET)
+BUILD_INFO = MetricSpec("cdcwatch_build_info", "gauge", "Always 1; the labels tell the cdcwatch build.", ("version", "python_version"))
+CONFIG_LAST_RELOAD_SUCCESSFUL = MetricSpec(
+    "cdcwatch_config_last_reload_successful", "gauge", "1 if the last configuration (re)load succeeded, else 0.")
+CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS = MetricSpec(
+    "cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded.")
+CONFIG_RELOAD_FAILURES_TOTAL = MetricSpec("cdcwatch_config_reload_failures_total", "counter",
+                                          "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use.")
 SELF_METRICS = metric_specs(
-    MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET),
-    MetricSpec("cdcwatch_target_failure_info", "gauge", (
-        "1 while the last collection from the target failed; `failure` is what failed: " +
-        ", ".join(kind.label for kind in FailureKind) + "."), (*_TARGET, "failure")),
-    MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET),
-    MetricSpec("cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET),
-    MetricSpec("cdcwatch_series_dropped_total", "counter",
-               "Series not exported because the target exceeded limits.max_series_per_target.", _TARGET),
-    MetricSpec("cdcwatch_build_info", "gauge", "Always 1; the labels tell the cdcwatch build.", ("version", "python_version")),
-    MetricSpec("cdcwatch_config_last_reload_successful", "gauge", "1 if the last configuration (re)load succeeded, else 0."),
-    MetricSpec("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded."),
-    MetricSpec("cdcwatch_config_reload_failures_total", "counter",
-               "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
+    UP,
+    TARGET_FAILURE_INFO,
+    SCRAPE_DURATION_SECONDS,
+    SCRAPE_ERRORS_TOTAL,
+    SERIES_DROPPED_TOTAL,
+    BUILD_INFO,
+    CONFIG_LAST_RELOAD_SUCCESSFUL,
+    CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
+    CONFIG_RELOAD_FAILURES_TOTAL,
 )
 
 
@@ -227,22 +239,21 @@ class Exporter:
     def self_families(self, results: Iterable[TargetResult]) -> list[Metric]:
         """cdcwatch's own metrics for a set of results."""
         builder = FamilyBuilder()
-        spec = SELF_METRICS
         for r in results:
             key = (r.kind, r.target)
-            builder.add_spec(spec["cdcwatch_up"], 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
+            builder.add_spec(UP, 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
             if not r.up:
-                builder.add_spec(spec["cdcwatch_target_failure_info"], 1.0, collector=r.kind, target=r.target,
+                builder.add_spec(TARGET_FAILURE_INFO, 1.0, collector=r.kind, target=r.target,
                                  failure=(r.failure or FailureKind.OTHER).label)
-            builder.add_spec(spec["cdcwatch_scrape_duration_seconds"], r.duration_seconds, collector=r.kind, target=r.target)
-            builder.add_spec(spec["cdcwatch_scrape_errors_total"], float(self._errors.get(key, 0)), collector=r.kind,
+            builder.add_spec(SCRAPE_DURATION_SECONDS, r.duration_seconds, collector=r.kind, target=r.target)
+            builder.add_spec(SCRAPE_ERRORS_TOTAL, float(self._errors.get(key, 0)), collector=r.kind,
                              target=r.target)
-            builder.add_spec(spec["cdcwatch_series_dropped_total"], float(self._dropped.get(key, 0)), collector=r.kind,
+            builder.add_spec(SERIES_DROPPED_TOTAL, float(self._dropped.get(key, 0)), collector=r.kind,
                              target=r.target)
-        builder.add_spec(spec["cdcwatch_build_info"], 1.0, version=__version__, python_version=platform.python_version())
-        builder.add_spec(spec["cdcwatch_config_last_reload_successful"], float(self.reloads.last_successful))
-        builder.add_spec(spec["cdcwatch_config_last_reload_success_timestamp_seconds"], self.reloads.last_success_time)
-        builder.add_spec(spec["cdcwatch_config_reload_failures_total"], float(self.reloads.failures))
+        builder.add_spec(BUILD_INFO, 1.0, version=__version__, python_version=platform.python_version())
+        builder.add_spec(CONFIG_LAST_RELOAD_SUCCESSFUL, float(self.reloads.last_successful))
+        builder.add_spec(CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS, self.reloads.last_success_time)
+        builder.add_spec(CONFIG_RELOAD_FAILURES_TOTAL, float(self.reloads.failures))
         return builder.families()
 
     # prometheus_client collector protocol

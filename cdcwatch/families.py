@@ -86,30 +86,24 @@ class LabelSet(dict[str, str]):
 
 
 class FamilyBuilder:
-    """Collects samples into families by metric name; counters get their `_total` sample name."""
+    """Collects samples into families by metric spec; counters get their `_total` sample name."""
 
     def __init__(self) -> None:
         self._families: dict[str, Metric] = {}
 
-    def add(self, metric: str, type: str, help: str, labels: Mapping[str, str], value: float) -> None:
-        self.family(metric, type, help).samples.append(Sample(metric, dict(labels), value))
-
     def add_spec(self, spec: MetricSpec, value: float, common: Mapping[str, str] = {}, **labels: str) -> None:
-        """A sample of `spec` with the collector's `common` labels and the spec's own `labels` (checked)."""
+        """A sample of `spec` with the collector's `common` labels and the spec's own `labels` (checked): the one way
+        a sample is added, the spec named by its constant (`builder.add_spec(SLOT_ACTIVE, 1.0, common, slot=...)`)."""
         spec.check_labels(labels)
-        self.family(spec.name, spec.type, spec.help).samples.append(Sample(spec.name, {**common, **labels}, value))
+        self.family_of(spec).samples.append(Sample(spec.name, {**common, **labels}, value))
 
     def family_of(self, spec: MetricSpec) -> Metric:
-        """The family of `spec`; hot paths append samples to it after `spec.check_labels` of their label keys."""
-        return self.family(spec.name, spec.type, spec.help)
-
-    def family(self, metric: str, type: str, help: str) -> Metric:
-        """The family of `metric`; hot paths append `Sample(metric, labels, value)` to its samples."""
-        family = self._families.get(metric)
+        """The family of `spec`; hot paths append `Sample(spec.name, labels, value)` to its samples after
+        `spec.check_labels` of their label keys."""
+        family = self._families.get(spec.name)
         if family is None:
-            base = metric[: -len("_total")] if type == "counter" and metric.endswith("_total") else metric
-            family = Metric(base, help, type)
-            self._families[metric] = family
+            family = Metric(spec.name.removesuffix("_total") if spec.type == "counter" else spec.name, spec.help, spec.type)
+            self._families[spec.name] = family
         return family
 
     def families(self) -> list[Metric]:
