@@ -122,7 +122,7 @@ class TargetCollector(Protocol):
     """Collects one target; raises on failure (the caller turns that into up=0)."""
 
     kind: str
-    """What is collected: debezium, kafka, connect, postgres or mysql (the `collector` label)."""
+    """What is collected: its `kind` in the collector registry (cdcwatch/collectors.py), the `collector` label."""
     target: str
 
     def collect(self) -> Collection: ...
