@@ -28,7 +28,6 @@ from pydantic_core import ErrorDetails
 
 __all__ = [
     "DEFAULT_PORT",
-    "RESERVED_LABELS",
     "WATCH_INTERVAL_SECONDS",
     "Config",
     "ConfigError",
@@ -54,14 +53,6 @@ DEFAULT_PORT = 10121
 
 WATCH_INTERVAL_SECONDS = 2.0
 """How often `serve` checks its config file for changes (`--config-watch-interval`)."""
-
-RESERVED_LABELS = frozenset(
-    {"target", "collector", "plugin", "server", "context", "task", "database", "table",
-     "operation", "state", "status", "percentile", "quantile", "key", "job", "instance",
-     "group", "topic", "partition", "method", "slot", "slot_type", "wal_status", "connector", "worker_id",
-     "type", "class", "exception", "version", "commit", "kafka_cluster_id", "part", "file", "kind", "side"}
-)
-"""Label names cdcwatch sets itself; static target labels may not reuse them."""
 
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
@@ -167,11 +158,14 @@ def _check_name(value: str) -> str:
 
 
 def _check_labels(value: dict[str, str]) -> dict[str, str]:
+    from cdcwatch.collectors import exporter_labels  # the registry: it imports the section models from here
+
+    reserved = exporter_labels()
     for name in value:
         if not _LABEL_NAME.match(name) or name.startswith("__"):
             raise ValueError(f"label name {name!r} is not a valid Prometheus label name")
-        if name in RESERVED_LABELS:
-            raise ValueError(f"label name {name!r} is set by cdcwatch itself")
+        if name in reserved:
+            raise ValueError(f"label name {name!r} is set by cdcwatch itself ({reserved[name]}): choose another name")
     return value
 
 
@@ -471,18 +465,16 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        if not (self.targets or self.kafka or self.connect or self.postgres or self.mysql or self.reconcile):
-            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect, postgres, mysql or "
-                             "reconcile")
-        for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka]),
-                            ("connect worker", [c.name for c in self.connect]),
-                            ("postgres source", [p.name for p in self.postgres]),
-                            ("mysql source", [m.name for m in self.mysql]),
-                            ("reconcile pair", [r.name for r in self.reconcile])):
+        from cdcwatch.collectors import COLLECTORS  # the registry: it imports the section models from here
+
+        sections = [entry.section for entry in COLLECTORS]
+        if not any(getattr(self, section) for section in sections):
+            raise ValueError(f"nothing to scrape: configure at least one of {', '.join(sections[:-1])} or {sections[-1]}")
+        for entry in COLLECTORS:
             seen: set[str] = set()
-            for name in names:
+            for name in (target.name for target in getattr(self, entry.section)):
                 if name in seen:
-                    raise ValueError(f"{kind} name {name!r} is used twice")
+                    raise ValueError(f"{entry.what} name {name!r} is used twice")
                 seen.add(name)
         return self
 

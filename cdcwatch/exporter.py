@@ -20,36 +20,42 @@ from dataclasses import dataclass, field
 from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
+from cdcwatch.collectors import COLLECTORS, registered
 from cdcwatch.config import Config
-from cdcwatch.connect import ConnectCollector
-from cdcwatch.debezium import DebeziumCollector
 from cdcwatch.failures import FailureKind, describe
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, TargetCollector, merged, metric_specs, sample_count
-from cdcwatch.jmx import make_client
-from cdcwatch.kafka import KafkaCollector
-from cdcwatch.mysql import BinlogCollector
-from cdcwatch.postgres import ReplicationSlotCollector
-from cdcwatch.reconcile import ReconcileCollector
 
 __all__ = ["SELF_METRICS", "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors"]
 
 log = logging.getLogger("cdcwatch")
 
 _TARGET = ("collector", "target")
+UP = MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET)
+TARGET_FAILURE_INFO = MetricSpec("cdcwatch_target_failure_info", "gauge", (
+    "1 while the last collection from the target failed; `failure` is what failed: " +
+    ", ".join(kind.label for kind in FailureKind) + "."), (*_TARGET, "failure"))
+SCRAPE_DURATION_SECONDS = MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET)
+SCRAPE_ERRORS_TOTAL = MetricSpec(
+    "cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET)
+SERIES_DROPPED_TOTAL = MetricSpec("cdcwatch_series_dropped_total", "counter",
+                                  "Series not exported because the target exceeded limits.max_series_per_target.", _TARGET)
+BUILD_INFO = MetricSpec("cdcwatch_build_info", "gauge", "Always 1; the labels tell the cdcwatch build.", ("version", "python_version"))
+CONFIG_LAST_RELOAD_SUCCESSFUL = MetricSpec(
+    "cdcwatch_config_last_reload_successful", "gauge", "1 if the last configuration (re)load succeeded, else 0.")
+CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS = MetricSpec(
+    "cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded.")
+CONFIG_RELOAD_FAILURES_TOTAL = MetricSpec("cdcwatch_config_reload_failures_total", "counter",
+                                          "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use.")
 SELF_METRICS = metric_specs(
-    MetricSpec("cdcwatch_up", "gauge", "1 if the last collection from the target succeeded, else 0.", _TARGET),
-    MetricSpec("cdcwatch_target_failure_info", "gauge", (
-        "1 while the last collection from the target failed; `failure` is what failed: " +
-        ", ".join(kind.label for kind in FailureKind) + "."), (*_TARGET, "failure")),
-    MetricSpec("cdcwatch_scrape_duration_seconds", "gauge", "Time the last collection from the target took.", _TARGET),
-    MetricSpec("cdcwatch_scrape_errors_total", "counter", "Failed collections from the target since cdcwatch started.", _TARGET),
-    MetricSpec("cdcwatch_series_dropped_total", "counter",
-               "Series not exported because the target exceeded limits.max_series_per_target.", _TARGET),
-    MetricSpec("cdcwatch_build_info", "gauge", "Always 1; the labels tell the cdcwatch build.", ("version", "python_version")),
-    MetricSpec("cdcwatch_config_last_reload_successful", "gauge", "1 if the last configuration (re)load succeeded, else 0."),
-    MetricSpec("cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded."),
-    MetricSpec("cdcwatch_config_reload_failures_total", "counter",
-               "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use."),
+    UP,
+    TARGET_FAILURE_INFO,
+    SCRAPE_DURATION_SECONDS,
+    SCRAPE_ERRORS_TOTAL,
+    SERIES_DROPPED_TOTAL,
+    BUILD_INFO,
+    CONFIG_LAST_RELOAD_SUCCESSFUL,
+    CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
+    CONFIG_RELOAD_FAILURES_TOTAL,
 )
 
 
@@ -68,6 +74,8 @@ class ScheduledCollector:
 
     collector: TargetCollector
     timeout_seconds: float
+    config: object = None
+    """The target's configuration section: a reload hands the collector's learned state on only while it is unchanged."""
 
 
 @dataclass
@@ -85,8 +93,8 @@ class TargetResult:
 
 
 def build_collectors(config: Config) -> list[ScheduledCollector]:
-    """One collector per configured JMX target, Kafka cluster, Connect worker, PostgreSQL and MySQL source, reconciled
-    table pair."""
+    """One collector per configured target of every registered kind (cdcwatch/collectors.py), in the registry's
+    order."""
     scheduled: list[ScheduledCollector] = []
     jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
@@ -97,19 +105,9 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
             trust_ca_files(settings.ca_file for settings, _ in jmx_settings if settings.ca_file is not None)
-    if config.targets:
-        scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
-                      for t in config.targets]
-    if config.kafka:
-        scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
-    if config.connect:
-        scheduled += [ScheduledCollector(ConnectCollector(c), c.timeout_seconds) for c in config.connect]
-    if config.postgres:
-        scheduled += [ScheduledCollector(ReplicationSlotCollector(p), p.timeout_seconds) for p in config.postgres]
-    if config.mysql:
-        scheduled += [ScheduledCollector(BinlogCollector(m), m.timeout_seconds) for m in config.mysql]
-    if config.reconcile:  # a scrape reads the pair's state: its deadline is short, whatever its passes take
-        scheduled += [ScheduledCollector(ReconcileCollector(r), 2.0) for r in config.reconcile]
+    for entry in COLLECTORS:
+        scheduled += [ScheduledCollector(entry.build(target), entry.timeout(target), target)
+                      for target in getattr(config, entry.section)]
     return scheduled
 
 
@@ -142,18 +140,19 @@ class Exporter:
         """Collect from `collectors` (with new limits, if given) from the next scrape on; the old ones close
         once their collections end.
 
-        Error counters of targets that stay carry on (counters never reset while cdcwatch runs), and so do the
-        counts a collector keeps itself: a new collector with an `inherit(previous)` method is handed the one
-        of the same kind and target it replaces.
+        Error counters of targets that stay carry on (counters never reset while cdcwatch runs), and so does what
+        a collector learned itself (its counters, status windows, last-advance times, caches): a new collector
+        with an `inherit(previous)` method is handed the one of the same kind and target it replaces, when that
+        target's configuration is unchanged (a changed one may point at another server, whose state this is not).
         """
         with self._lock:
             old, in_flight, old_pool = self._collectors, list(self._in_flight.values()), self._pool
-            previous = {(s.collector.kind, s.collector.target): s.collector for s in old}
+            previous = {(s.collector.kind, s.collector.target): s for s in old}
             for scheduled in collectors:
                 inherit = getattr(scheduled.collector, "inherit", None)
                 prior = previous.get((scheduled.collector.kind, scheduled.collector.target))
-                if inherit is not None and prior is not None:
-                    inherit(prior)
+                if inherit is not None and prior is not None and prior.config == scheduled.config:
+                    inherit(prior.collector)
             self._collectors = list(collectors)
             self._max_concurrency = max_concurrency or self._max_concurrency
             self._max_series = max_series or self._max_series
@@ -194,15 +193,17 @@ class Exporter:
     def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
         name, target = scheduled.collector.kind, scheduled.collector.target
         address = getattr(scheduled.collector, "address", target)
+        entry = registered(name)
+        service = entry.service if entry is not None else "the target"
         remaining = scheduled.timeout_seconds - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
             result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
-            failure = describe(TimeoutError(f"no answer within {scheduled.timeout_seconds:g}s"), address, name)
+            failure = describe(TimeoutError(f"no answer within {scheduled.timeout_seconds:g}s"), address, service)
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         except Exception as exc:  # a collector failure must never fail the scrape
-            failure = describe(exc, address, name)
+            failure = describe(exc, address, service)
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         self._record(result)
         return result
@@ -243,22 +244,21 @@ class Exporter:
     def self_families(self, results: Iterable[TargetResult]) -> list[Metric]:
         """cdcwatch's own metrics for a set of results."""
         builder = FamilyBuilder()
-        spec = SELF_METRICS
         for r in results:
             key = (r.kind, r.target)
-            builder.add_spec(spec["cdcwatch_up"], 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
+            builder.add_spec(UP, 1.0 if r.up else 0.0, collector=r.kind, target=r.target)
             if not r.up:
-                builder.add_spec(spec["cdcwatch_target_failure_info"], 1.0, collector=r.kind, target=r.target,
+                builder.add_spec(TARGET_FAILURE_INFO, 1.0, collector=r.kind, target=r.target,
                                  failure=(r.failure or FailureKind.OTHER).label)
-            builder.add_spec(spec["cdcwatch_scrape_duration_seconds"], r.duration_seconds, collector=r.kind, target=r.target)
-            builder.add_spec(spec["cdcwatch_scrape_errors_total"], float(self._errors.get(key, 0)), collector=r.kind,
+            builder.add_spec(SCRAPE_DURATION_SECONDS, r.duration_seconds, collector=r.kind, target=r.target)
+            builder.add_spec(SCRAPE_ERRORS_TOTAL, float(self._errors.get(key, 0)), collector=r.kind,
                              target=r.target)
-            builder.add_spec(spec["cdcwatch_series_dropped_total"], float(self._dropped.get(key, 0)), collector=r.kind,
+            builder.add_spec(SERIES_DROPPED_TOTAL, float(self._dropped.get(key, 0)), collector=r.kind,
                              target=r.target)
-        builder.add_spec(spec["cdcwatch_build_info"], 1.0, version=__version__, python_version=platform.python_version())
-        builder.add_spec(spec["cdcwatch_config_last_reload_successful"], float(self.reloads.last_successful))
-        builder.add_spec(spec["cdcwatch_config_last_reload_success_timestamp_seconds"], self.reloads.last_success_time)
-        builder.add_spec(spec["cdcwatch_config_reload_failures_total"], float(self.reloads.failures))
+        builder.add_spec(BUILD_INFO, 1.0, version=__version__, python_version=platform.python_version())
+        builder.add_spec(CONFIG_LAST_RELOAD_SUCCESSFUL, float(self.reloads.last_successful))
+        builder.add_spec(CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS, self.reloads.last_success_time)
+        builder.add_spec(CONFIG_RELOAD_FAILURES_TOTAL, float(self.reloads.failures))
         return builder.families()
 
     # prometheus_client collector protocol

@@ -38,9 +38,6 @@ class FailureKind(Enum):
         return self.name.lower()
 
 
-_SERVICES = {"debezium": "the JVM's JMX agent", "connect": "the Connect worker", "kafka": "the Kafka broker",
-             "postgres": "PostgreSQL", "mysql": "the MySQL server"}
-
 _HINTS = {
     FailureKind.UNKNOWN_HOST: "check the host name's spelling and that it resolves from where cdcwatch runs",
     FailureKind.REFUSED: "check that {service} is running and listening on this port",
@@ -144,12 +141,13 @@ def classify(exc: BaseException) -> FailureKind:
     return FailureKind.OTHER
 
 
-def describe(exc: BaseException, address: str, collector: str = "") -> TargetFailure:
-    """The failure of a collection from `address` by the `collector` kind (debezium, kafka, ...), described once."""
+def describe(exc: BaseException, address: str, service: str = "the target") -> TargetFailure:
+    """The failure of a collection from `address`, described once; `service` is what the hint tells the user to check
+    (the collector registry's words for its kind: `PostgreSQL`, `the Kafka broker`, ...)."""
     if isinstance(exc, TargetFailure):
         return exc
     detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-    return TargetFailure(classify(exc), address, detail, _SERVICES.get(collector, "the target"))
+    return TargetFailure(classify(exc), address, detail, service)
 
 
 OTHER = "other"

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 __all__ = ["Collection", "FamilyBuilder", "LabelSet", "MetricSpec", "RenderedFamily", "TargetCollector",
-           "UndeclaredLabel", "merged", "metric_specs", "referenced_specs", "sample_count"]
+           "UndeclaredLabel", "merged", "metric_specs", "reference_row", "referenced_specs", "sample_count"]
 
 _UNITS = ("seconds", "bytes")
 
@@ -52,6 +52,12 @@ class MetricSpec:
         if undeclared:
             raise UndeclaredLabel(f"{self.name}: label(s) {', '.join(sorted(undeclared))} not declared (declared: "
                                   f"{', '.join(self.labels) or 'none'})")
+
+
+def reference_row(spec: MetricSpec, source: str | None = None) -> str:
+    """A metric's row in the metrics reference: name, type, (extra) labels, where it is read when given, help."""
+    cells = [f"`{spec.name}`", spec.type, ", ".join(spec.labels) or "-", *([source] if source else []), spec.help]
+    return "| " + " | ".join(cells) + " |"
 
 
 def metric_specs(*specs: MetricSpec) -> dict[str, MetricSpec]:
@@ -133,35 +139,29 @@ def sample_count(family: Metric) -> int:
 
 
 class FamilyBuilder:
-    """Collects samples into families by metric name; counters get their `_total` sample name."""
+    """Collects samples into families by metric spec; counters get their `_total` sample name."""
 
     def __init__(self) -> None:
         self._families: dict[str, Metric] = {}
 
-    def add(self, metric: str, type: str, help: str, labels: Mapping[str, str], value: float) -> None:
-        self.family(metric, type, help).samples.append(Sample(metric, dict(labels), value))
-
     def add_spec(self, spec: MetricSpec, value: float, common: Mapping[str, str] = {}, **labels: str) -> None:
-        """A sample of `spec` with the collector's `common` labels and the spec's own `labels` (checked)."""
+        """A sample of `spec` with the collector's `common` labels and the spec's own `labels` (checked): the one way
+        a sample is added, the spec named by its constant (`builder.add_spec(SLOT_ACTIVE, 1.0, common, slot=...)`)."""
         spec.check_labels(labels)
-        self.family(spec.name, spec.type, spec.help).samples.append(Sample(spec.name, {**common, **labels}, value))
+        self.family_of(spec).samples.append(Sample(spec.name, {**common, **labels}, value))
 
     def family_of(self, spec: MetricSpec) -> Metric:
-        """The family of `spec`; hot paths append samples to it after `spec.check_labels` of their label keys."""
-        return self.family(spec.name, spec.type, spec.help)
+        """The family of `spec`; hot paths append `Sample(spec.name, labels, value)` to its samples after
+        `spec.check_labels` of their label keys."""
+        family = self._families.get(spec.name)
+        if family is None:
+            family = Metric(spec.name.removesuffix("_total") if spec.type == "counter" else spec.name, spec.help, spec.type)
+            self._families[spec.name] = family
+        return family
 
     def rendered(self, spec: MetricSpec) -> RenderedFamily:
         """A family of `spec` whose sample lines the caller appends to its `lines` (see RenderedFamily)."""
         family = self._families[spec.name] = RenderedFamily(spec)
-        return family
-
-    def family(self, metric: str, type: str, help: str) -> Metric:
-        """The family of `metric`; hot paths append `Sample(metric, labels, value)` to its samples."""
-        family = self._families.get(metric)
-        if family is None:
-            base = metric[: -len("_total")] if type == "counter" and metric.endswith("_total") else metric
-            family = Metric(base, help, type)
-            self._families[metric] = family
         return family
 
     def families(self) -> list[Metric]:
@@ -180,11 +180,11 @@ class TargetCollector(Protocol):
     """Collects one target; raises on failure (the caller turns that into up=0)."""
 
     kind: str
-    """What is collected: debezium, kafka, connect, postgres or mysql (the `collector` label)."""
+    """What is collected: its `kind` in the collector registry (cdcwatch/collectors.py), the `collector` label."""
     target: str
 
     def collect(self) -> Collection: ...
 
     def close(self) -> None: ...
 
-    # optional: `inherit(previous)`, to carry on what the collector it replaces at a reload counted (Exporter.replace)
+    # optional: `inherit(previous)`, to carry on what the collector it replaces at a reload learned (Exporter.replace)

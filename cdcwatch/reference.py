@@ -14,69 +14,27 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from cdcwatch.collectors import COLLECTORS
 from cdcwatch.config import Config
-from cdcwatch.connect import jmx_rules
-from cdcwatch.connect.collector import CONNECT_METRICS
-from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
-from cdcwatch.debezium import DEBEZIUM_METRICS, mapping
-from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
 from cdcwatch.exporter import SELF_METRICS
-from cdcwatch.families import MetricSpec
-from cdcwatch.kafka.collector import KAFKA_METRICS
-from cdcwatch.mysql.binlog import BINLOG_METRICS
-from cdcwatch.postgres.slots import SLOT_METRICS
-from cdcwatch.reconcile.collector import RECONCILE_METRICS
+from cdcwatch.families import reference_row
 from cdcwatch.spark import DEFAULT_METRICS_PORT
 from cdcwatch.spark.metrics import SPARK_METRICS
 
 __all__ = ["DOCS_PAGES", "config_page", "config_reference", "example_config", "metric_types", "metrics_page",
            "metrics_reference"]
 
-_BEAN_LABELS = "target, plugin, server, context (+ task, database, custom tags, static labels)"
-_KAFKA_LABELS = "target (the cluster name) and the cluster's static labels"
-
-
 def metrics_reference() -> str:
-    """Every metric cdcwatch exports, with type, labels, help and its MBean attribute(s)."""
+    """Every metric cdcwatch exports, with type, labels, help and where it is read: the exporter's own, each
+    registered collector's section, then the Spark listener's."""
     lines = ["### Self metrics", "", "| metric | type | labels | help |", "|---|---|---|---|"]
-    lines += [_row(spec) for spec in SELF_METRICS.values()]
-    lines += ["", "### Debezium (JMX)", "",
-              f"Every series carries the labels {_BEAN_LABELS}; extra labels are listed per metric.", "",
-              "| metric | type | extra labels | MBean attribute(s) | help |", "|---|---|---|---|---|"]
-    lines += [_row(spec, ", ".join(f"`{a}`" for a in mapping.sources(spec)))
-              for _, spec in sorted(DEBEZIUM_BEAN_METRICS.items())]
-    lines += ["", "Not exported (free text or unbounded values, never used as label values): "
-              + ", ".join(f"`{r.attribute}`" for r in RULES if r.spec is None) + ".", ""]
-    lines += ["Per JVM, with the labels target and the target's static labels:", "",
-              "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
-    lines += [_row(spec, spec.source) for spec in DEBEZIUM_METRICS.values()]
-    lines += [""]
-    lines += ["### Kafka (consumer groups, topics)", "",
-              f"Every series carries the labels {_KAFKA_LABELS}; extra labels are listed per metric.", "",
-              "| metric | type | extra labels | help |", "|---|---|---|---|"]
-    lines += [_row(spec) for spec in KAFKA_METRICS.values()]
-    lines += ["", "### Kafka Connect workers", "",
-              "Every series carries the label target (the worker name) and the worker's static labels.", "",
-              "| metric | type | extra labels | source | help |", "|---|---|---|---|---|"]
-    lines += [_row(spec, spec.source or "REST") for spec in CONNECT_METRICS.values()]
-    lines += [_row(spec, "JMX " + ", ".join(jmx_rules.sources(spec))) for spec in CONNECT_JMX_METRICS.values()]
-    lines += ["", "### PostgreSQL replication slots", "",
-              "Every series carries the label target (the source name) and the source's static labels.", "",
-              "| metric | type | extra labels | help |", "|---|---|---|---|"]
-    lines += [_row(spec) for spec in SLOT_METRICS.values()]
-    lines += ["", "### MySQL / MariaDB binary logs", "",
-              "Every series carries the label target (the source name) and the source's static labels; server is the "
-              "source's `server` setting.", "",
-              "| metric | type | extra labels | help |", "|---|---|---|---|"]
-    lines += [_row(spec) for spec in BINLOG_METRICS.values()]
-    lines += ["", "### Reconciliation (source-to-target table pairs)", "",
-              "Every series carries the label target (the pair's name) and the pair's static labels.", "",
-              "| metric | type | extra labels | help |", "|---|---|---|---|"]
-    lines += [_row(spec) for spec in RECONCILE_METRICS.values()]
+    lines += [reference_row(spec) for spec in SELF_METRICS.values()]
+    for entry in COLLECTORS:
+        lines += ["", *entry.reference()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
               f"Served by the listener's own /metrics (default port {DEFAULT_METRICS_PORT}, every interface), not by `cdcwatch serve`.", "",
               "| metric | type | labels | help |", "|---|---|---|---|"]
-    lines += [_row(spec) for spec in SPARK_METRICS.values()]
+    lines += [reference_row(spec) for spec in SPARK_METRICS.values()]
     lines += [""]
     return "\n".join(lines)
 
@@ -84,12 +42,6 @@ def metrics_reference() -> str:
 def metric_types() -> dict[str, str]:
     """Every exported metric (sample name, `_total` included) → its declared type, from the same tables."""
     return dict(re.findall(r"^\| `(cdcwatch_\w+)` \| (\w+) \|", metrics_reference(), re.MULTILINE))
-
-
-def _row(spec: MetricSpec, source: str | None = None) -> str:
-    """A metric's table row: name, type, (extra) labels, the source when given, help."""
-    cells = [f"`{spec.name}`", spec.type, ", ".join(spec.labels) or "-", *([source] if source else []), spec.help]
-    return "| " + " | ".join(cells) + " |"
 
 
 _TYPE_WORDS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "SecretStr": "secret string"}

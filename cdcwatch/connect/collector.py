@@ -49,60 +49,76 @@ CONNECTOR_STATES = ("RUNNING", "PAUSED", "STOPPED", "FAILED", "UNASSIGNED", "RES
 
 CONNECTORS_PATH = "/connectors?expand=status&expand=info"
 
+# labels besides target and the worker's static labels
+CONNECT_WORKER_INFO = MetricSpec("cdcwatch_connect_worker_info", "gauge", (
+    "Always 1; the labels tell the worker's Kafka Connect build."),
+    ("version", "commit", "kafka_cluster_id"))
+CONNECT_CONNECTORS = MetricSpec("cdcwatch_connect_connectors", "gauge", "Connectors the worker's REST API lists.")
+CONNECT_CONNECTOR_INFO = MetricSpec("cdcwatch_connect_connector_info", "gauge", (
+    "Always 1; the labels tell the connector's class, type and worker."),
+    ("connector", "server", "class", "type", "worker_id"))
+CONNECT_CONNECTOR_STATE = MetricSpec("cdcwatch_connect_connector_state", "gauge", (
+    "Connector state as a state set (REST)."),
+    ("connector", "server", "state"))
+CONNECT_CONNECTOR_FAILURE_INFO = MetricSpec("cdcwatch_connect_connector_failure_info", "gauge", (
+    "1 while the connector is FAILED; `exception` is the first exception class of its trace (never the "
+    "message)."),
+    ("connector", "server", "exception"))
+CONNECT_CONNECTOR_TASKS_CONFIGURED = MetricSpec("cdcwatch_connect_connector_tasks_configured", "gauge", (
+    "Tasks the connector has (REST info)."),
+    ("connector", "server"))
+CONNECT_CONNECTOR_TASKS_RUNNING = MetricSpec(
+    "cdcwatch_connect_connector_tasks_running", "gauge", "Of those, tasks in state RUNNING.", ("connector", "server"))
+CONNECT_TASK_STATE = MetricSpec("cdcwatch_connect_task_state", "gauge", (
+    "Task state as a state set (REST)."),
+    ("connector", "server", "task", "state"))
+CONNECT_TASK_FAILURE_INFO = MetricSpec("cdcwatch_connect_task_failure_info", "gauge", (
+    "1 while the task is FAILED; `exception` is the first exception class of its trace."),
+    ("connector", "server", "task", "exception"))
+CONNECT_CONNECTOR_PIPELINE_INFO = MetricSpec("cdcwatch_connect_connector_pipeline_info", "gauge", (
+    "Always 1; one pipeline's identity across stages, from the connector's configuration: `server` "
+    "(topic.prefix, the label of its Debezium, Kafka and Spark series), the PostgreSQL `slot` (slot.name), "
+    "the `database` (database.dbname or database.names) and the Debezium `plugin` (as in the Debezium "
+    "series)."),
+    ("connector", "server", "slot", "database", "plugin"))
+CONNECT_SERVER_NAME_CONFLICTS = MetricSpec("cdcwatch_connect_server_name_conflicts", "gauge", (
+    "Other Debezium connectors of the cluster that use the same server name (topic.prefix); 0 is right: "
+    "more means their topics and their Debezium MBeans collide."),
+    ("server",))
+CONNECT_WORKER_START_TIME_SECONDS = MetricSpec("cdcwatch_connect_worker_start_time_seconds", "gauge", (
+    "When the worker's JVM started (Unix time)."),
+    source="JMX `java.lang:type=Runtime` `StartTime`")
+CONNECT_TASK_START_TIME_SECONDS = MetricSpec("cdcwatch_connect_task_start_time_seconds", "gauge", (
+    "When the task last started on this worker (Unix time): when its producer was created."),
+    ("connector", "server", "task"),
+    source="JMX `kafka.producer` `app-info` `StartTimeMs` of `connector-producer-<connector>-<task>`")
+CONNECT_TASK_RESTARTS_TOTAL = MetricSpec("cdcwatch_connect_task_restarts_total", "counter", (
+    "Task restarts on this worker that cdcwatch saw (its start time changed between two collections) "
+    "since cdcwatch started: `reason` jvm (the worker JVM restarted) or task (the task alone: a REST "
+    "restart, a reconfiguration, a rebalance)."),
+    ("connector", "server", "task", "reason"),
+    source="JMX (task and JVM start times)")
+CONNECT_REST_MALFORMED_TOTAL = MetricSpec("cdcwatch_connect_rest_malformed_total", "counter", (
+    "Parts of the worker's REST answers left out as malformed since cdcwatch started: `part` connector (an "
+    "entry that is no object), status or info (no object), task (no object, or no id), state (no string, or "
+    "a state Kafka Connect does not define: its state set reads 0 everywhere)."),
+    ("part",))
 CONNECT_METRICS = metric_specs(
-    # labels besides target and the worker's static labels
-    MetricSpec("cdcwatch_connect_worker_info", "gauge", (
-        "Always 1; the labels tell the worker's Kafka Connect build."),
-        ("version", "commit", "kafka_cluster_id")),
-    MetricSpec("cdcwatch_connect_connectors", "gauge", "Connectors the worker's REST API lists."),
-    MetricSpec("cdcwatch_connect_connector_info", "gauge", (
-        "Always 1; the labels tell the connector's class, type and worker."),
-        ("connector", "server", "class", "type", "worker_id")),
-    MetricSpec("cdcwatch_connect_connector_state", "gauge", (
-        "Connector state as a state set (REST)."),
-        ("connector", "server", "state")),
-    MetricSpec("cdcwatch_connect_connector_failure_info", "gauge", (
-        "1 while the connector is FAILED; `exception` is the first exception class of its trace (never the "
-        "message)."),
-        ("connector", "server", "exception")),
-    MetricSpec("cdcwatch_connect_connector_tasks_configured", "gauge", (
-        "Tasks the connector has (REST info)."),
-        ("connector", "server")),
-    MetricSpec("cdcwatch_connect_connector_tasks_running", "gauge", "Of those, tasks in state RUNNING.", ("connector", "server")),
-    MetricSpec("cdcwatch_connect_task_state", "gauge", (
-        "Task state as a state set (REST)."),
-        ("connector", "server", "task", "state")),
-    MetricSpec("cdcwatch_connect_task_failure_info", "gauge", (
-        "1 while the task is FAILED; `exception` is the first exception class of its trace."),
-        ("connector", "server", "task", "exception")),
-    MetricSpec("cdcwatch_connect_connector_pipeline_info", "gauge", (
-        "Always 1; one pipeline's identity across stages, from the connector's configuration: `server` "
-        "(topic.prefix, the label of its Debezium, Kafka and Spark series), the PostgreSQL `slot` (slot.name), "
-        "the `database` (database.dbname or database.names) and the Debezium `plugin` (as in the Debezium "
-        "series)."),
-        ("connector", "server", "slot", "database", "plugin")),
-    MetricSpec("cdcwatch_connect_server_name_conflicts", "gauge", (
-        "Other Debezium connectors of the cluster that use the same server name (topic.prefix); 0 is right: "
-        "more means their topics and their Debezium MBeans collide."),
-        ("server",)),
-    MetricSpec("cdcwatch_connect_worker_start_time_seconds", "gauge", (
-        "When the worker's JVM started (Unix time)."),
-        source="JMX `java.lang:type=Runtime` `StartTime`"),
-    MetricSpec("cdcwatch_connect_task_start_time_seconds", "gauge", (
-        "When the task last started on this worker (Unix time): when its producer was created."),
-        ("connector", "server", "task"),
-        source="JMX `kafka.producer` `app-info` `StartTimeMs` of `connector-producer-<connector>-<task>`"),
-    MetricSpec("cdcwatch_connect_task_restarts_total", "counter", (
-        "Task restarts on this worker that cdcwatch saw (its start time changed between two collections) "
-        "since cdcwatch started: `reason` jvm (the worker JVM restarted) or task (the task alone: a REST "
-        "restart, a reconfiguration, a rebalance)."),
-        ("connector", "server", "task", "reason"),
-        source="JMX (task and JVM start times)"),
-    MetricSpec("cdcwatch_connect_rest_malformed_total", "counter", (
-        "Parts of the worker's REST answers left out as malformed since cdcwatch started: `part` connector (an "
-        "entry that is no object), status or info (no object), task (no object, or no id), state (no string, or "
-        "a state Kafka Connect does not define: its state set reads 0 everywhere)."),
-        ("part",)),
+    CONNECT_WORKER_INFO,
+    CONNECT_CONNECTORS,
+    CONNECT_CONNECTOR_INFO,
+    CONNECT_CONNECTOR_STATE,
+    CONNECT_CONNECTOR_FAILURE_INFO,
+    CONNECT_CONNECTOR_TASKS_CONFIGURED,
+    CONNECT_CONNECTOR_TASKS_RUNNING,
+    CONNECT_TASK_STATE,
+    CONNECT_TASK_FAILURE_INFO,
+    CONNECT_CONNECTOR_PIPELINE_INFO,
+    CONNECT_SERVER_NAME_CONFLICTS,
+    CONNECT_WORKER_START_TIME_SECONDS,
+    CONNECT_TASK_START_TIME_SECONDS,
+    CONNECT_TASK_RESTARTS_TOTAL,
+    CONNECT_REST_MALFORMED_TOTAL,
 )
 
 MALFORMED_PARTS = ("connector", "status", "info", "task", "state")
@@ -214,6 +230,8 @@ class ConnectCollector:
         self.worker = worker
         self.target = worker.name
         self.address = worker.url
+        self.common = {"target": self.target, **worker.labels}
+        """The labels of every series of the worker."""
         self.jmx: JmxClient | None = make_client(worker.jmx, worker.timeout_seconds) if worker.jmx else None
         self.restarts = TaskRestarts()
         self._context = ssl.create_default_context(cafile=worker.ca_file) if worker.url.startswith("https") else None
@@ -245,11 +263,13 @@ class ConnectCollector:
             raise ConnectRestError(f"GET {path}: the answer is no JSON ({content_type}, {len(body)} bytes)") from None
 
     def inherit(self, previous: object) -> None:
-        """Carry on the restart counts of the collector this one replaces (a configuration reload): counters
-        never reset while cdcwatch runs."""
+        """Carry on the restart and malformed-part counts of the collector this one replaces (a configuration
+        reload): counters never reset while cdcwatch runs; and take over its JMX client with its connection and
+        bean listings (the replaced collector closes this one's unused client instead)."""
         if isinstance(previous, ConnectCollector):
             self.restarts = previous.restarts
             self.malformed = previous.malformed
+            self.jmx, previous.jmx = previous.jmx, self.jmx
 
     def collect(self) -> Collection:
         deadline = time.monotonic() + self.worker.timeout_seconds * 0.9
@@ -265,9 +285,9 @@ class ConnectCollector:
             if entry is not None:
                 connectors[name] = entry
         builder = FamilyBuilder()
-        self._add(builder, "cdcwatch_connect_worker_info", 1, version=_text(root.get("version")),
-                  commit=_text(root.get("commit")), kafka_cluster_id=_text(root.get("kafka_cluster_id")))
-        self._add(builder, "cdcwatch_connect_connectors", len(connectors))
+        builder.add_spec(CONNECT_WORKER_INFO, 1, self.common, version=_text(root.get("version")), commit=_text(root.get("commit")),
+                         kafka_cluster_id=_text(root.get("kafka_cluster_id")))
+        builder.add_spec(CONNECT_CONNECTORS, len(connectors), self.common)
         identities = {name: pipeline_identity((entry.get("info") or {}).get("config") or {})
                       for name, entry in connectors.items()}
         servers = {name: identity["server"] for name, identity in identities.items()}
@@ -276,15 +296,15 @@ class ConnectCollector:
             failed += self._connector(builder, name, identities[name], entry)
         conflicts = server_name_conflicts(identities.values())
         for server, others in conflicts.items():
-            self._add(builder, "cdcwatch_connect_server_name_conflicts", others, server=server)
+            builder.add_spec(CONNECT_SERVER_NAME_CONFLICTS, others, self.common, server=server)
         for part in MALFORMED_PARTS:
-            self._add(builder, "cdcwatch_connect_rest_malformed_total", self.malformed[part], part=part)
+            builder.add_spec(CONNECT_REST_MALFORMED_TOTAL, self.malformed[part], self.common, part=part)
         if self.jmx is not None:
             try:
                 self._jmx_families(builder, servers, connectors)
             except Exception as exc:  # the error names the JMX endpoint, not the REST API that answered
                 jmx = jmx_address(self.worker.jmx) if self.worker.jmx else "JMX"
-                raise describe(exc, jmx, self.kind) from exc
+                raise describe(exc, jmx, "the Connect worker's JMX agent") from exc
         clashing = sorted(server for server, others in conflicts.items() if others)
         summary = f"{len(connectors)} connectors, {failed} failed"
         return Collection(builder.families(), summary + (f", server name used twice: {', '.join(clashing)}"
@@ -329,29 +349,27 @@ class ConnectCollector:
         connector = status.get("connector") or {}
         state = _text(connector.get("state"), "UNASSIGNED")
         where = {"connector": name, "server": identity["server"]}
-        self._add(builder, "cdcwatch_connect_connector_pipeline_info", 1, connector=name, **identity)
-        self._add(builder, "cdcwatch_connect_connector_info", 1, **where,
-                  **{"class": _text((info.get("config") or {}).get("connector.class")),
-                     "type": _text(info.get("type") or status.get("type")),
-                     "worker_id": _text(connector.get("worker_id"))})
+        builder.add_spec(CONNECT_CONNECTOR_PIPELINE_INFO, 1, self.common, connector=name, **identity)
+        builder.add_spec(CONNECT_CONNECTOR_INFO, 1, self.common, **where,
+                         **{"class": _text((info.get("config") or {}).get("connector.class")),
+                         "type": _text(info.get("type") or status.get("type")), "worker_id": _text(connector.get("worker_id"))})
         for candidate in CONNECTOR_STATES:
-            self._add(builder, "cdcwatch_connect_connector_state", float(candidate == state), state=candidate, **where)
+            builder.add_spec(CONNECT_CONNECTOR_STATE, float(candidate == state), self.common, state=candidate, **where)
         if state == "FAILED":
-            self._add(builder, "cdcwatch_connect_connector_failure_info", 1,
-                      exception=exception_class(_text(connector.get("trace"))), **where)
+            builder.add_spec(CONNECT_CONNECTOR_FAILURE_INFO, 1, self.common, exception=exception_class(_text(connector.get("trace"))),
+                             **where)
         tasks = status.get("tasks") or []
-        self._add(builder, "cdcwatch_connect_connector_tasks_configured", len(info.get("tasks") or tasks), **where)
-        self._add(builder, "cdcwatch_connect_connector_tasks_running", sum(t.get("state") == "RUNNING" for t in tasks), **where)
+        builder.add_spec(CONNECT_CONNECTOR_TASKS_CONFIGURED, len(info.get("tasks") or tasks), self.common, **where)
+        builder.add_spec(CONNECT_CONNECTOR_TASKS_RUNNING, sum(t.get("state") == "RUNNING" for t in tasks), self.common, **where)
         failed = int(state == "FAILED")
         for task in tasks:
             task_state, task_id = _text(task.get("state"), "UNASSIGNED"), str(task["id"])
             for candidate in CONNECTOR_STATES:
-                self._add(builder, "cdcwatch_connect_task_state", float(candidate == task_state), task=task_id,
-                          state=candidate, **where)
+                builder.add_spec(CONNECT_TASK_STATE, float(candidate == task_state), self.common, task=task_id, state=candidate, **where)
             if task_state == "FAILED":
                 failed += 1
-                self._add(builder, "cdcwatch_connect_task_failure_info", 1, task=task_id,
-                          exception=exception_class(_text(task.get("trace"))), **where)
+                builder.add_spec(CONNECT_TASK_FAILURE_INFO, 1, self.common, task=task_id,
+                                 exception=exception_class(_text(task.get("trace"))), **where)
         return failed
 
     def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:
@@ -363,7 +381,7 @@ class ConnectCollector:
             self._bean(builder, bean, servers)
         jvm_started = jvm_start_time_seconds(runtime)
         if jvm_started is not None:
-            self._add(builder, "cdcwatch_connect_worker_start_time_seconds", jvm_started)
+            builder.add_spec(CONNECT_WORKER_START_TIME_SECONDS, jvm_started, self.common)
         self._restarts(builder, servers, connectors, producer_start_times(producers), jvm_started)
 
     def _restarts(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any],
@@ -374,13 +392,12 @@ class ConnectCollector:
         starts = {key: producers[client] for key, client in tasks.items() if client in producers}
         counts = self.restarts.observe(None if jvm_started is None else jvm_started * 1000, starts, connectors)
         for (name, task), started in sorted(starts.items()):
-            self._add(builder, "cdcwatch_connect_task_start_time_seconds", started / 1000, connector=name,
-                      server=servers[name], task=task)
+            builder.add_spec(CONNECT_TASK_START_TIME_SECONDS, started / 1000, self.common, connector=name, server=servers[name], task=task)
         for (name, task), by_reason in sorted(counts.items()):
             if (name, task) in tasks:
                 for reason in RESTART_REASONS:
-                    self._add(builder, "cdcwatch_connect_task_restarts_total", by_reason[reason], connector=name,
-                              server=servers[name], task=task, reason=reason)
+                    builder.add_spec(CONNECT_TASK_RESTARTS_TOTAL, by_reason[reason], self.common, connector=name, server=servers[name],
+                                     task=task, reason=reason)
 
     def _bean(self, builder: FamilyBuilder, bean: MBean, servers: dict[str, str]) -> None:
         kind = bean.keys.get("type", "")
@@ -390,19 +407,15 @@ class ConnectCollector:
             kind += "+connector" if kind == "connect-worker-metrics" else ""
         if "task" in bean.keys:
             labels["task"] = bean.keys["task"]
-        common = {"target": self.target, **self.worker.labels}
         for rule in CONNECT_RULES:
             measured = bean.attributes.get(rule.attribute)
             if rule.bean_type == kind and isinstance(measured, (int, float)) and not isinstance(measured, bool):
-                builder.add_spec(rule.spec, float(measured) * rule.scale, common, **{**labels, **dict(rule.labels)})
+                builder.add_spec(rule.spec, float(measured) * rule.scale, self.common, **{**labels, **dict(rule.labels)})
         status_spec = STATUS_RULES.get(kind)
         status = bean.attributes.get("status")
         if status_spec and isinstance(status, str):
             for state in JMX_STATES:
-                builder.add_spec(status_spec, float(status.lower() == state), common, **labels, state=state)
-
-    def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        builder.add_spec(CONNECT_METRICS[metric], value, {"target": self.target, **self.worker.labels}, **labels)
+                builder.add_spec(status_spec, float(status.lower() == state), self.common, **labels, state=state)
 
     def close(self) -> None:
         if self.jmx is not None:

@@ -17,15 +17,17 @@ __all__ = ["DEBEZIUM_BEAN_METRICS", "DEBEZIUM_METRICS", "MBEAN_PATTERN", "Debezi
 MBEAN_PATTERN = "debezium.*:type=connector-metrics,*"
 """Every Debezium connector bean: postgres, mysql, sql_server, oracle, mongodb, … in any key order."""
 
+# per JVM: labels target and the target's static labels (the bean metrics are DEBEZIUM_BEAN_METRICS, in the
+# mapping table)
+DEBEZIUM_MBEANS = MetricSpec("cdcwatch_debezium_mbeans", "gauge", "Debezium connector MBeans found on the target.",
+                             source="(bean count)")
+DEBEZIUM_JVM_START_TIME_SECONDS = MetricSpec("cdcwatch_debezium_jvm_start_time_seconds", "gauge", (
+    "When the target's JVM started (Unix time); a new value is a JVM restart, so "
+    "`changes(…[1h])` counts them."),
+    source="`java.lang:type=Runtime` `StartTime`")
 DEBEZIUM_METRICS = metric_specs(
-    # per JVM: labels target and the target's static labels (the bean metrics are DEBEZIUM_BEAN_METRICS, in the
-    # mapping table)
-    MetricSpec("cdcwatch_debezium_mbeans", "gauge", "Debezium connector MBeans found on the target.",
-               source="(bean count)"),
-    MetricSpec("cdcwatch_debezium_jvm_start_time_seconds", "gauge", (
-        "When the target's JVM started (Unix time); a new value is a JVM restart, so "
-        "`changes(…[1h])` counts them."),
-        source="`java.lang:type=Runtime` `StartTime`"),
+    DEBEZIUM_MBEANS,
+    DEBEZIUM_JVM_START_TIME_SECONDS,
 )
 
 _STANDARD_KEYS = ("server", "context", "task", "database")
@@ -90,11 +92,16 @@ class DebeziumCollector:
                 builder.family_of(sample.spec).samples.append(
                     Sample(sample.spec.name, {**labels, **dict(sample.labels)}, sample.value))
         common = {"target": self.target, **self._static}
-        builder.add_spec(DEBEZIUM_METRICS["cdcwatch_debezium_mbeans"], float(len(beans)), common)
+        builder.add_spec(DEBEZIUM_MBEANS, float(len(beans)), common)
         started = jvm_start_time_seconds(runtime)
         if started is not None:
-            builder.add_spec(DEBEZIUM_METRICS["cdcwatch_debezium_jvm_start_time_seconds"], started, common)
+            builder.add_spec(DEBEZIUM_JVM_START_TIME_SECONDS, started, common)
         return Collection(builder.families(), _summary(beans))
+
+    def inherit(self, previous: DebeziumCollector) -> None:
+        """Take over the JMX client of the collector this one replaces at a reload, with its connection and the bean
+        listings and JVM constants it keeps; the replaced collector closes this one's unused client instead."""
+        self._client, previous._client = previous._client, self._client
 
     def close(self) -> None:
         self._client.close()

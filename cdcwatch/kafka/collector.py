@@ -196,6 +196,16 @@ class KafkaCollector:
                 raise explained from exc
             raise
 
+    def inherit(self, previous: KafkaCollector) -> None:
+        """Carry on what the collector this one replaces at a reload learned: its counters, the consumer status
+        windows, the end-offset history lag is interpolated from, the message caches, the topics' servers and
+        retention settings (its clients are its own: the replaced collector closes them)."""
+        self.history, self.kept, self.topic_server = previous.history, previous.kept, previous.topic_server
+        self.dropped = previous.dropped
+        self.messages.timestamps, self.messages.newest = previous.messages.timestamps, previous.messages.newest
+        self.messages.reads = previous.messages.reads
+        self.reader.retention_settings.known.update(previous.reader.retention_settings.known)
+
     def _reconnect(self) -> None:
         old_reader, old_messages = self.reader, self.messages
         self.reader = ClusterReader(self.cluster, retention_from=old_reader)

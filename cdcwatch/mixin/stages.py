@@ -23,24 +23,11 @@ _SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
 
 @cache
 def _table() -> dict[str, str]:
-    from cdcwatch.connect.collector import CONNECT_METRICS
-    from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
-    from cdcwatch.debezium import DEBEZIUM_METRICS
-    from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS
-    from cdcwatch.kafka.collector import KAFKA_METRICS
-    from cdcwatch.mysql.binlog import BINLOG_METRICS
-    from cdcwatch.postgres.slots import SLOT_METRICS
-    from cdcwatch.reconcile import RECONCILE_METRICS
+    from cdcwatch.collectors import COLLECTORS
     from cdcwatch.spark.metrics import SPARK_METRICS
 
-    table = {spec.name: "debezium" for spec in [*DEBEZIUM_BEAN_METRICS.values(), *DEBEZIUM_METRICS.values()]}
-    table |= {spec.name: "connect_jmx" if (spec.source or "").startswith("JMX") else "connect_rest"
-              for spec in CONNECT_METRICS.values()}
-    table |= {spec.name: "connect_jmx" for spec in CONNECT_JMX_METRICS.values()}
-    for stage, specs in (("kafka", KAFKA_METRICS), ("postgres", SLOT_METRICS), ("mysql", BINLOG_METRICS),
-                         ("spark", SPARK_METRICS), ("reconcile", RECONCILE_METRICS)):
-        table |= {spec.name: stage for spec in specs.values()}
-    return table
+    table = {spec.name: entry.stage_of(spec) for entry in COLLECTORS for spec in entry.specs()}
+    return table | {spec.name: "spark" for spec in SPARK_METRICS.values()}
 
 
 def metric_stage(name: str) -> str | None:

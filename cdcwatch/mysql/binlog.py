@@ -62,34 +62,45 @@ _CHECKSUM = ("SET @master_binlog_checksum = @@global.binlog_checksum, @source_bi
 """A dump client must say it understands the server's event checksums (MySQL and MariaDB refuse the dump otherwise)."""
 
 _FILE = ("server", "file")
+BINLOG_ENABLED = MetricSpec("cdcwatch_mysql_binlog_enabled", "gauge", (
+    "1 if the server writes a binary log (log_bin), else 0: a CDC connector then has nothing to read, and the "
+    "other binlog series are absent."), ("server",))
+BINLOG_EXPIRE_SECONDS = MetricSpec("cdcwatch_mysql_binlog_expire_seconds", "gauge", (
+    "How long the server keeps a binlog after it was rotated: binlog_expire_logs_seconds, or expire_logs_days "
+    "times 86400 on servers without it; 0: binlogs never expire."), ("server",))
+BINLOG_FILES = MetricSpec("cdcwatch_mysql_binlog_files", "gauge", "Binary logs the server keeps (SHOW BINARY LOGS).", ("server",))
+BINLOG_SIZE_BYTES = MetricSpec("cdcwatch_mysql_binlog_size_bytes", "gauge", "Size of all the binary logs the server keeps.", ("server",))
+BINLOG_WRITE_FILE_NUMBER = MetricSpec("cdcwatch_mysql_binlog_write_file_number", "gauge", (
+    "Sequence number of the binlog the server writes (the last of SHOW BINARY LOGS)."), ("server",))
+BINLOG_WRITE_POSITION_BYTES = MetricSpec("cdcwatch_mysql_binlog_write_position_bytes", "gauge", (
+    "Position the server writes at in that binlog (its size)."), ("server",))
+BINLOG_FILE_NUMBER = MetricSpec("cdcwatch_mysql_binlog_file_number", "gauge", (
+    "Sequence number of each binlog the server keeps (the file name's numeric extension): what "
+    "cdcwatch_debezium_binlog_file_number is compared with."), _FILE)
+BINLOG_FILE_SIZE_BYTES = MetricSpec("cdcwatch_mysql_binlog_file_size_bytes", "gauge", "Size of each binlog the server keeps.", _FILE)
+BINLOG_FILE_ROTATED_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_mysql_binlog_file_rotated_timestamp_seconds", "gauge", (
+    "When each binlog was rotated (closed): the start time of the next binlog, in whole seconds (absent for "
+    "the binlog being written, and without the REPLICATION SLAVE privilege)."), _FILE)
+BINLOG_FILE_EXPIRY_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", "gauge", (
+    "When each rotated binlog expires: its rotation time plus the expiry period; from then on the server "
+    "removes it at its next rotation or restart (absent while binlogs never expire)."), _FILE)
+MYSQL_TABLE_ROWS_ESTIMATE = MetricSpec("cdcwatch_mysql_table_rows_estimate", "gauge", (
+    "Estimated rows of a table of the source (an estimate, not a count): information_schema.tables.table_rows, "
+    "for InnoDB the persistent statistics as of the last ANALYZE TABLE or automatic recalculation. `table` is "
+    "`database.table`, Debezium's RowsScanned key; the tables are those `tables` allows, at most `max_tables`."),
+    ("database", "table", "server"))
 BINLOG_METRICS = metric_specs(
-    MetricSpec("cdcwatch_mysql_binlog_enabled", "gauge", (
-        "1 if the server writes a binary log (log_bin), else 0: a CDC connector then has nothing to read, and the "
-        "other binlog series are absent."), ("server",)),
-    MetricSpec("cdcwatch_mysql_binlog_expire_seconds", "gauge", (
-        "How long the server keeps a binlog after it was rotated: binlog_expire_logs_seconds, or expire_logs_days "
-        "times 86400 on servers without it; 0: binlogs never expire."), ("server",)),
-    MetricSpec("cdcwatch_mysql_binlog_files", "gauge", "Binary logs the server keeps (SHOW BINARY LOGS).", ("server",)),
-    MetricSpec("cdcwatch_mysql_binlog_size_bytes", "gauge", "Size of all the binary logs the server keeps.", ("server",)),
-    MetricSpec("cdcwatch_mysql_binlog_write_file_number", "gauge", (
-        "Sequence number of the binlog the server writes (the last of SHOW BINARY LOGS)."), ("server",)),
-    MetricSpec("cdcwatch_mysql_binlog_write_position_bytes", "gauge", (
-        "Position the server writes at in that binlog (its size)."), ("server",)),
-    MetricSpec("cdcwatch_mysql_binlog_file_number", "gauge", (
-        "Sequence number of each binlog the server keeps (the file name's numeric extension): what "
-        "cdcwatch_debezium_binlog_file_number is compared with."), _FILE),
-    MetricSpec("cdcwatch_mysql_binlog_file_size_bytes", "gauge", "Size of each binlog the server keeps.", _FILE),
-    MetricSpec("cdcwatch_mysql_binlog_file_rotated_timestamp_seconds", "gauge", (
-        "When each binlog was rotated (closed): the start time of the next binlog, in whole seconds (absent for "
-        "the binlog being written, and without the REPLICATION SLAVE privilege)."), _FILE),
-    MetricSpec("cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", "gauge", (
-        "When each rotated binlog expires: its rotation time plus the expiry period; from then on the server "
-        "removes it at its next rotation or restart (absent while binlogs never expire)."), _FILE),
-    MetricSpec("cdcwatch_mysql_table_rows_estimate", "gauge", (
-        "Estimated rows of a table of the source (an estimate, not a count): information_schema.tables.table_rows, "
-        "for InnoDB the persistent statistics as of the last ANALYZE TABLE or automatic recalculation. `table` is "
-        "`database.table`, Debezium's RowsScanned key; the tables are those `tables` allows, at most `max_tables`."),
-        ("database", "table", "server")),
+    BINLOG_ENABLED,
+    BINLOG_EXPIRE_SECONDS,
+    BINLOG_FILES,
+    BINLOG_SIZE_BYTES,
+    BINLOG_WRITE_FILE_NUMBER,
+    BINLOG_WRITE_POSITION_BYTES,
+    BINLOG_FILE_NUMBER,
+    BINLOG_FILE_SIZE_BYTES,
+    BINLOG_FILE_ROTATED_TIMESTAMP_SECONDS,
+    BINLOG_FILE_EXPIRY_TIMESTAMP_SECONDS,
+    MYSQL_TABLE_ROWS_ESTIMATE,
 )
 
 _NUMBER = re.compile(r"\.([0-9]+)$")
@@ -119,6 +130,8 @@ class BinlogCollector:
         self.source = source
         self.target = source.name
         self.address = f"{source.host}:{source.port}"
+        self.common = {"target": self.target, **source.labels, "server": source.server}
+        """The labels of every series of the source (`server` is declared by every spec)."""
         self.started: dict[str, float] = {}
         """Start time of each binlog read so far (by file name); a file's start is the rotation of the one before."""
         self.dump_denied = False
@@ -159,7 +172,7 @@ class BinlogCollector:
         finally:
             connection.close()
         builder = FamilyBuilder()
-        self._add(builder, "cdcwatch_mysql_binlog_enabled", float(enabled))
+        builder.add_spec(BINLOG_ENABLED, float(enabled), self.common)
         if not enabled:
             if not self.disabled_said:
                 log.warning("%s: the server writes no binary log (log_bin is OFF): no CDC connector can read it", self.target)
@@ -167,26 +180,26 @@ class BinlogCollector:
             return Collection(builder.families(), "binary log disabled (log_bin OFF)")
         self.disabled_said = False
         expire = expire_seconds(variables)
-        self._add(builder, "cdcwatch_mysql_binlog_expire_seconds", expire)
-        self._add(builder, "cdcwatch_mysql_binlog_files", len(binlogs))
-        self._add(builder, "cdcwatch_mysql_binlog_size_bytes", sum(size for _, size in binlogs))
+        builder.add_spec(BINLOG_EXPIRE_SECONDS, expire, self.common)
+        builder.add_spec(BINLOG_FILES, len(binlogs), self.common)
+        builder.add_spec(BINLOG_SIZE_BYTES, sum(size for _, size in binlogs), self.common)
         if binlogs:
             current, position = binlogs[-1]
             number = file_number(current)
             if number is not None:
-                self._add(builder, "cdcwatch_mysql_binlog_write_file_number", number)
-            self._add(builder, "cdcwatch_mysql_binlog_write_position_bytes", position)
+                builder.add_spec(BINLOG_WRITE_FILE_NUMBER, number, self.common)
+            builder.add_spec(BINLOG_WRITE_POSITION_BYTES, position, self.common)
         self._read_starts([name for name, _ in binlogs[1:]], deadline)
         for (name, size), following in zip(binlogs, [*binlogs[1:], None], strict=True):
             number = file_number(name)
             if number is not None:
-                self._add(builder, "cdcwatch_mysql_binlog_file_number", number, file=name)
-            self._add(builder, "cdcwatch_mysql_binlog_file_size_bytes", size, file=name)
+                builder.add_spec(BINLOG_FILE_NUMBER, number, self.common, file=name)
+            builder.add_spec(BINLOG_FILE_SIZE_BYTES, size, self.common, file=name)
             rotated = self.started.get(following[0]) if following else None
             if rotated is not None:
-                self._add(builder, "cdcwatch_mysql_binlog_file_rotated_timestamp_seconds", rotated, file=name)
+                builder.add_spec(BINLOG_FILE_ROTATED_TIMESTAMP_SECONDS, rotated, self.common, file=name)
                 if expire > 0:
-                    self._add(builder, "cdcwatch_mysql_binlog_file_expiry_timestamp_seconds", rotated + expire, file=name)
+                    builder.add_spec(BINLOG_FILE_EXPIRY_TIMESTAMP_SECONDS, rotated + expire, self.common, file=name)
         total = sum(size for _, size in binlogs)
         estimated = self._estimates(builder, tables)
         return Collection(builder.families(), f"{len(binlogs)} binlogs, {total} bytes, expire {expire:g}s, "
@@ -202,8 +215,7 @@ class BinlogCollector:
                         self.target, len(allowed), limit)
             self.capped_said = True
         for schema, table, rows_estimate in allowed[:limit]:
-            self._add(builder, "cdcwatch_mysql_table_rows_estimate", float(rows_estimate), database=schema,
-                      table=f"{schema}.{table}")
+            builder.add_spec(MYSQL_TABLE_ROWS_ESTIMATE, float(rows_estimate), self.common, database=schema, table=f"{schema}.{table}")
         return min(len(allowed), limit)
 
     def _read_starts(self, names: list[str], deadline: float) -> None:
@@ -249,9 +261,12 @@ class BinlogCollector:
             except Exception:  # the server may be mid-stream; the socket goes anyway
                 pass
 
-    def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        builder.add_spec(BINLOG_METRICS[metric], value, {"target": self.target, **self.source.labels},
-                         server=self.source.server, **labels)
+    def inherit(self, previous: BinlogCollector) -> None:
+        """Carry on what the collector this one replaces at a reload learned: each binlog's start time (a dump per
+        file saved, and kept where the server no longer lets them be read), and what was already said in the log."""
+        self.started = dict(previous.started)
+        self.dump_denied, self.disabled_said, self.capped_said = (previous.dump_denied, previous.disabled_said,
+                                                                  previous.capped_said)
 
     def close(self) -> None:
         """Nothing is held open between scrapes."""

@@ -63,41 +63,51 @@ pg_ls_waldir (YugabyteDB). The slots are still collected."""
 
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
+# labels besides target and the source's static labels
+POSTGRES_WAL_POSITION_BYTES = MetricSpec("cdcwatch_postgres_wal_position_bytes", "gauge", (
+    "Current WAL position (LSN) as a byte number: pg_current_wal_lsn(), on a standby "
+    "pg_last_wal_replay_lsn(). Its slope is the WAL rate; it goes back only on a failover to a server "
+    "with less WAL."))
+POSTGRES_WAL_DIRECTORY_BYTES = MetricSpec("cdcwatch_postgres_wal_directory_bytes", "gauge", (
+    "Size of the files in the WAL directory (pg_ls_waldir(); absent where the role may not list it: grant "
+    "pg_monitor)."))
+POSTGRES_TABLE_ROWS_ESTIMATE = MetricSpec("cdcwatch_postgres_table_rows_estimate", "gauge", (
+    "Estimated rows of a table a publication holds (an estimate, not a count): pg_class.reltuples as of the last "
+    "VACUUM/ANALYZE, or pg_stat_all_tables.n_live_tup while the table was never analyzed. `table` is "
+    "`schema.table`, Debezium's RowsScanned key; `server` comes from publication_servers."),
+    ("database", "table", "server"))
+POSTGRES_REPLICATION_SLOTS = MetricSpec("cdcwatch_postgres_replication_slots", "gauge", "Replication slots reported on the source.")
+SLOT_ACTIVE = MetricSpec("cdcwatch_postgres_replication_slot_active", "gauge", (
+    "1 if a consumer is connected to the slot."),
+    ("slot", "slot_type", "plugin", "database", "server"))
+SLOT_WAL_STATUS = MetricSpec("cdcwatch_postgres_replication_slot_wal_status", "gauge", (
+    "WAL availability as a state set (reserved, extended, unreserved, lost: the slot can no longer "
+    "stream)."),
+    ("slot", "server", "wal_status"))
+SLOT_SAFE_WAL_SIZE_BYTES = MetricSpec("cdcwatch_postgres_replication_slot_safe_wal_size_bytes", "gauge", (
+    "WAL that can still be written before the slot is at risk of losing WAL (absent without "
+    "max_slot_wal_keep_size)."),
+    ("slot", "server"))
+SLOT_RETAINED_WAL_BYTES = MetricSpec("cdcwatch_postgres_replication_slot_retained_wal_bytes", "gauge", (
+    "WAL the slot keeps on disk: current WAL position minus the slot's restart_lsn."),
+    ("slot", "server"))
+SLOT_CONFIRMED_FLUSH_LAG_BYTES = MetricSpec("cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes", "gauge", (
+    "Current WAL position minus the position the consumer confirmed (logical slots)."),
+    ("slot", "server"))
+SLOT_LAST_ADVANCE_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds", "gauge", (
+    "When cdcwatch last saw the slot's confirmed flush position move (its first sighting until it does)."),
+    ("slot", "server"))
 SLOT_METRICS = metric_specs(
-    # labels besides target and the source's static labels
-    MetricSpec("cdcwatch_postgres_wal_position_bytes", "gauge", (
-        "Current WAL position (LSN) as a byte number: pg_current_wal_lsn(), on a standby "
-        "pg_last_wal_replay_lsn(). Its slope is the WAL rate; it goes back only on a failover to a server "
-        "with less WAL.")),
-    MetricSpec("cdcwatch_postgres_wal_directory_bytes", "gauge", (
-        "Size of the files in the WAL directory (pg_ls_waldir(); absent where the role may not list it: grant "
-        "pg_monitor).")),
-    MetricSpec("cdcwatch_postgres_table_rows_estimate", "gauge", (
-        "Estimated rows of a table a publication holds (an estimate, not a count): pg_class.reltuples as of the last "
-        "VACUUM/ANALYZE, or pg_stat_all_tables.n_live_tup while the table was never analyzed. `table` is "
-        "`schema.table`, Debezium's RowsScanned key; `server` comes from publication_servers."),
-        ("database", "table", "server")),
-    MetricSpec("cdcwatch_postgres_replication_slots", "gauge", "Replication slots reported on the source."),
-    MetricSpec("cdcwatch_postgres_replication_slot_active", "gauge", (
-        "1 if a consumer is connected to the slot."),
-        ("slot", "slot_type", "plugin", "database", "server")),
-    MetricSpec("cdcwatch_postgres_replication_slot_wal_status", "gauge", (
-        "WAL availability as a state set (reserved, extended, unreserved, lost: the slot can no longer "
-        "stream)."),
-        ("slot", "server", "wal_status")),
-    MetricSpec("cdcwatch_postgres_replication_slot_safe_wal_size_bytes", "gauge", (
-        "WAL that can still be written before the slot is at risk of losing WAL (absent without "
-        "max_slot_wal_keep_size)."),
-        ("slot", "server")),
-    MetricSpec("cdcwatch_postgres_replication_slot_retained_wal_bytes", "gauge", (
-        "WAL the slot keeps on disk: current WAL position minus the slot's restart_lsn."),
-        ("slot", "server")),
-    MetricSpec("cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes", "gauge", (
-        "Current WAL position minus the position the consumer confirmed (logical slots)."),
-        ("slot", "server")),
-    MetricSpec("cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds", "gauge", (
-        "When cdcwatch last saw the slot's confirmed flush position move (its first sighting until it does)."),
-        ("slot", "server")),
+    POSTGRES_WAL_POSITION_BYTES,
+    POSTGRES_WAL_DIRECTORY_BYTES,
+    POSTGRES_TABLE_ROWS_ESTIMATE,
+    POSTGRES_REPLICATION_SLOTS,
+    SLOT_ACTIVE,
+    SLOT_WAL_STATUS,
+    SLOT_SAFE_WAL_SIZE_BYTES,
+    SLOT_RETAINED_WAL_BYTES,
+    SLOT_CONFIRMED_FLUSH_LAG_BYTES,
+    SLOT_LAST_ADVANCE_TIMESTAMP_SECONDS,
 )
 
 
@@ -124,6 +134,8 @@ class ReplicationSlotCollector:
         self.source = source
         self.target = source.name
         self.address = f"{source.host}:{source.port}"
+        self.common = {"target": self.target, **source.labels}
+        """The labels of every series of the source."""
         self.advanced: dict[str, tuple[str | None, float]] = {}
         self.wal_directory_denied = False
         """The WAL directory could not be listed (said once in the log, tried again every scrape)."""
@@ -152,26 +164,25 @@ class ReplicationSlotCollector:
         slots = [_Slot(*row) for row in rows if self.source.slots.matches(row[0])]
         builder = FamilyBuilder()
         if wal_position is not None:  # NULL on a standby that has replayed nothing yet
-            self._add(builder, "cdcwatch_postgres_wal_position_bytes", wal_position)
+            builder.add_spec(POSTGRES_WAL_POSITION_BYTES, wal_position, self.common)
         if wal_directory is not None:
-            self._add(builder, "cdcwatch_postgres_wal_directory_bytes", wal_directory)
-        self._add(builder, "cdcwatch_postgres_replication_slots", len(slots))
+            builder.add_spec(POSTGRES_WAL_DIRECTORY_BYTES, wal_directory, self.common)
+        builder.add_spec(POSTGRES_REPLICATION_SLOTS, len(slots), self.common)
         seen: dict[str, tuple[str | None, float]] = {}
         for slot in slots:
             server = self.source.slot_servers.get(slot.name, "")
             where = {"slot": slot.name, "server": server}
-            self._add(builder, "cdcwatch_postgres_replication_slot_active", float(slot.active), slot=slot.name,
-                      slot_type=slot.slot_type, plugin=slot.plugin, database=slot.database, server=server)
+            builder.add_spec(SLOT_ACTIVE, float(slot.active), self.common, slot=slot.name, slot_type=slot.slot_type, plugin=slot.plugin,
+                             database=slot.database, server=server)
             for status in WAL_STATUSES:
-                self._add(builder, "cdcwatch_postgres_replication_slot_wal_status", float(slot.wal_status == status),
-                          wal_status=status, **where)
-            for metric, measured in (("safe_wal_size_bytes", slot.safe_wal_size), ("retained_wal_bytes", slot.retained),
-                                     ("confirmed_flush_lag_bytes", slot.flush_lag)):
+                builder.add_spec(SLOT_WAL_STATUS, float(slot.wal_status == status), self.common, wal_status=status, **where)
+            for spec, measured in ((SLOT_SAFE_WAL_SIZE_BYTES, slot.safe_wal_size), (SLOT_RETAINED_WAL_BYTES, slot.retained),
+                                   (SLOT_CONFIRMED_FLUSH_LAG_BYTES, slot.flush_lag)):
                 if measured is not None:
-                    self._add(builder, f"cdcwatch_postgres_replication_slot_{metric}", measured, **where)
+                    builder.add_spec(spec, measured, self.common, **where)
             position, since = self.advanced.get(slot.name, (slot.confirmed_flush, now))
             seen[slot.name] = (slot.confirmed_flush, since if position == slot.confirmed_flush else now)
-            self._add(builder, "cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds", seen[slot.name][1], **where)
+            builder.add_spec(SLOT_LAST_ADVANCE_TIMESTAMP_SECONDS, seen[slot.name][1], self.common, **where)
         self.advanced = seen
         estimated = self._estimates(builder, tables)
         inactive = sum(not slot.active for slot in slots)
@@ -189,8 +200,7 @@ class ReplicationSlotCollector:
             if estimate is None or (server, name) in done:
                 continue
             done.add((server, name))
-            self._add(builder, "cdcwatch_postgres_table_rows_estimate", estimate, database=str(database),
-                      table=name, server=server)
+            builder.add_spec(POSTGRES_TABLE_ROWS_ESTIMATE, estimate, self.common, database=str(database), table=name, server=server)
         return len(done)
 
     def _tables(self, connection: psycopg.Connection) -> list[tuple[object, ...]]:
@@ -213,8 +223,11 @@ class ReplicationSlotCollector:
         self.wal_directory_denied = False
         return size
 
-    def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        builder.add_spec(SLOT_METRICS[metric], value, {"target": self.target, **self.source.labels}, **labels)
+    def inherit(self, previous: ReplicationSlotCollector) -> None:
+        """Carry on what the collector this one replaces at a reload saw: when each slot last advanced (else every
+        slot's last advance would read as the reload's time), and what was already said in the log."""
+        self.advanced = dict(previous.advanced)
+        self.wal_directory_denied, self.tables_denied = previous.wal_directory_denied, previous.tables_denied
 
     def close(self) -> None:
         """Nothing is held open between scrapes."""

@@ -27,28 +27,36 @@ log = logging.getLogger("cdcwatch.reconcile")
 RETRY_SECONDS = 10.0
 """Pause before a failed pass is started again (never longer than the pair's settle time)."""
 
+RECONCILE_ROWS_DIVERGED = MetricSpec("cdcwatch_reconcile_rows_diverged", "gauge", (
+    "Rows whose target copy disagrees with the source, confirmed: still differing after confirm_rechecks "
+    "re-checks settle_seconds apart with neither side's row changed. kind: missing (in the target), extra (in "
+    "the target), different."), ("kind",))
+RECONCILE_ROWS_SUSPECT = MetricSpec("cdcwatch_reconcile_rows_suspect", "gauge", (
+    "Rows found differing but not confirmed (yet): changes in flight, waiting for their re-checks."))
+RECONCILE_OLDEST_DIVERGENCE_AGE_SECONDS = MetricSpec("cdcwatch_reconcile_oldest_divergence_age_seconds", "gauge", (
+    "Age of the oldest confirmed divergence still unresolved (since it was first found differing); 0 without "
+    "one."))
+RECONCILE_CHUNKS_CHECKED_TOTAL = MetricSpec("cdcwatch_reconcile_chunks_checked_total", "counter", (
+    "Chunks (chunk_rows keys each) whose count and checksum were compared on both sides."))
+RECONCILE_ROWS_READ_TOTAL = MetricSpec("cdcwatch_reconcile_rows_read_total", "counter", (
+    "Rows the comparison read on each side (keys walked, rows hashed): its cost, held to rows_per_second."),
+    ("side",))
+RECONCILE_ROWS_PER_SECOND_BUDGET = MetricSpec("cdcwatch_reconcile_rows_per_second_budget", "gauge", (
+    "The side's configured budget (rows_per_second)."), ("side",))
+RECONCILE_LAST_PASS_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_reconcile_last_pass_timestamp_seconds", "gauge", (
+    "When the last full pass over both sides ended (absent before the first)."))
+RECONCILE_PASS_DURATION_SECONDS = MetricSpec("cdcwatch_reconcile_pass_duration_seconds", "gauge", (
+    "How long the last full pass took: with settle_seconds × confirm_rechecks, how long a divergence can go "
+    "unreported."))
 RECONCILE_METRICS = metric_specs(
-    MetricSpec("cdcwatch_reconcile_rows_diverged", "gauge", (
-        "Rows whose target copy disagrees with the source, confirmed: still differing after confirm_rechecks "
-        "re-checks settle_seconds apart with neither side's row changed. kind: missing (in the target), extra (in "
-        "the target), different."), ("kind",)),
-    MetricSpec("cdcwatch_reconcile_rows_suspect", "gauge", (
-        "Rows found differing but not confirmed (yet): changes in flight, waiting for their re-checks.")),
-    MetricSpec("cdcwatch_reconcile_oldest_divergence_age_seconds", "gauge", (
-        "Age of the oldest confirmed divergence still unresolved (since it was first found differing); 0 without "
-        "one.")),
-    MetricSpec("cdcwatch_reconcile_chunks_checked_total", "counter", (
-        "Chunks (chunk_rows keys each) whose count and checksum were compared on both sides.")),
-    MetricSpec("cdcwatch_reconcile_rows_read_total", "counter", (
-        "Rows the comparison read on each side (keys walked, rows hashed): its cost, held to rows_per_second."),
-        ("side",)),
-    MetricSpec("cdcwatch_reconcile_rows_per_second_budget", "gauge", (
-        "The side's configured budget (rows_per_second)."), ("side",)),
-    MetricSpec("cdcwatch_reconcile_last_pass_timestamp_seconds", "gauge", (
-        "When the last full pass over both sides ended (absent before the first).")),
-    MetricSpec("cdcwatch_reconcile_pass_duration_seconds", "gauge", (
-        "How long the last full pass took: with settle_seconds × confirm_rechecks, how long a divergence can go "
-        "unreported.")),
+    RECONCILE_ROWS_DIVERGED,
+    RECONCILE_ROWS_SUSPECT,
+    RECONCILE_OLDEST_DIVERGENCE_AGE_SECONDS,
+    RECONCILE_CHUNKS_CHECKED_TOTAL,
+    RECONCILE_ROWS_READ_TOTAL,
+    RECONCILE_ROWS_PER_SECOND_BUDGET,
+    RECONCILE_LAST_PASS_TIMESTAMP_SECONDS,
+    RECONCILE_PASS_DURATION_SECONDS,
 )
 
 
@@ -138,24 +146,20 @@ class ReconcileCollector:
         state = self.reconciler.state()
         builder = FamilyBuilder()
         common = {"target": self.target, **self.config.labels}
-
-        def add(metric: str, value: float, **labels: str) -> None:
-            builder.add_spec(RECONCILE_METRICS[metric], value, common, **labels)
-
         for kind in KINDS:
-            add("cdcwatch_reconcile_rows_diverged", state.diverged[kind], kind=kind)
-        add("cdcwatch_reconcile_rows_suspect", state.suspects)
+            builder.add_spec(RECONCILE_ROWS_DIVERGED, state.diverged[kind], common, kind=kind)
+        builder.add_spec(RECONCILE_ROWS_SUSPECT, state.suspects, common)
         now = time.time()
-        add("cdcwatch_reconcile_oldest_divergence_age_seconds",
-            0.0 if state.oldest_divergence is None else max(now - state.oldest_divergence, 0.0))
-        add("cdcwatch_reconcile_chunks_checked_total", state.chunks_checked)
+        builder.add_spec(RECONCILE_OLDEST_DIVERGENCE_AGE_SECONDS,
+                         0.0 if state.oldest_divergence is None else max(now - state.oldest_divergence, 0.0), common)
+        builder.add_spec(RECONCILE_CHUNKS_CHECKED_TOTAL, state.chunks_checked, common)
         for side, rows in state.rows_read.items():
-            add("cdcwatch_reconcile_rows_read_total", rows, side=side)
+            builder.add_spec(RECONCILE_ROWS_READ_TOTAL, rows, common, side=side)
         for side, settings in (("source", self.config.source), ("target", self.config.target)):
-            add("cdcwatch_reconcile_rows_per_second_budget", settings.rows_per_second, side=side)
+            builder.add_spec(RECONCILE_ROWS_PER_SECOND_BUDGET, settings.rows_per_second, common, side=side)
         if state.last_pass_end is not None and state.last_pass_seconds is not None:
-            add("cdcwatch_reconcile_last_pass_timestamp_seconds", state.last_pass_end)
-            add("cdcwatch_reconcile_pass_duration_seconds", state.last_pass_seconds)
+            builder.add_spec(RECONCILE_LAST_PASS_TIMESTAMP_SECONDS, state.last_pass_end, common)
+            builder.add_spec(RECONCILE_PASS_DURATION_SECONDS, state.last_pass_seconds, common)
         diverged = sum(state.diverged.values())
         if state.chunks_checked == 0 and state.last_pass_end is None:
             return Collection(builder.families(), "comparison started: no chunk compared yet")
@@ -163,10 +167,9 @@ class ReconcileCollector:
                                               f"{state.chunks_checked} chunks checked")
 
     def inherit(self, previous: ReconcileCollector) -> None:
-        """Carry on the counters of the collector this one replaces at a reload."""
-        state = previous.reconciler.state()
-        self.reconciler.chunks_checked = state.chunks_checked
-        self.reconciler.rows_read_before = dict(state.rows_read)
+        """Carry on the comparison of the collector this one replaces at a reload: its counters, its suspects with
+        their re-checks and its confirmed divergences (else each would have to settle and be confirmed again)."""
+        self.reconciler.carry_on(previous.reconciler)
 
     def close(self) -> None:
         self._stop.set()

@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from cdcwatch.config import ReconcileConfig
@@ -299,6 +299,20 @@ class Reconciler:
                 more = f" (+{len(keys) - self.config.max_logged_keys} more)" if len(keys) > self.config.max_logged_keys else ""
                 log.warning("%s: %d rows diverged (%s in the target), keys %s..%s: %s%s", self.name, len(keys), kind,
                             keys[0], keys[-1], shown, more)
+
+    def carry_on(self, previous: Reconciler) -> None:
+        """Continue from where `previous` (the same pair's comparison before a reload) is: its suspects, confirmed
+        or still being re-checked, its counters and its last pass."""
+        state = previous.state()
+        with previous._lock:
+            suspects = {key: replace(suspect) for key, suspect in previous.suspects.items()}
+            overflow_said = previous.overflow_said
+        with self._lock:
+            self.suspects = suspects
+            self.overflow_said = overflow_said
+            self.chunks_checked = state.chunks_checked
+            self.rows_read_before = dict(state.rows_read)
+            self.last_pass_end, self.last_pass_seconds = state.last_pass_end, state.last_pass_seconds
 
     def state(self) -> State:
         with self._lock:

@@ -96,7 +96,7 @@ def test_a_wrong_password_reads_authentication_failed_at_the_url(https_server: t
     port, cert = https_server
     with pytest.raises(Exception) as caught:
         collector(port, cert, "wrong").collect()
-    failure = describe(caught.value, f"https://127.0.0.1:{port}", "connect")
+    failure = describe(caught.value, f"https://127.0.0.1:{port}", "the Connect worker")
     assert failure.kind is FailureKind.AUTHENTICATION
     assert failure.line.startswith(f"https://127.0.0.1:{port}: authentication failed: GET /: HTTP 401")
 
@@ -106,4 +106,4 @@ def test_an_untrusted_certificate_reads_tls_failed(https_server: tuple[int, Path
     config = parse_config(f"connect:\n  - name: w\n    url: https://127.0.0.1:{port}\n")
     with pytest.raises(Exception) as caught:
         ConnectCollector(config.connect[0]).collect()
-    assert describe(caught.value, f"https://127.0.0.1:{port}", "connect").kind is FailureKind.TLS
+    assert describe(caught.value, f"https://127.0.0.1:{port}", "the Connect worker").kind is FailureKind.TLS

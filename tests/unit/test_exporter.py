@@ -11,7 +11,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.failures import FailureKind
-from cdcwatch.families import Collection, FamilyBuilder
+from cdcwatch.families import Collection, FamilyBuilder, MetricSpec
+
+CONNECTED = MetricSpec("cdcwatch_debezium_connected", "gauge", "h")
+TABLE_EVENTS = MetricSpec("cdcwatch_debezium_table_events_total", "counter", "h", ("table",))
 
 
 class FakeCollector:
@@ -32,7 +35,7 @@ class FakeCollector:
 
 def ok():
     builder = FamilyBuilder()
-    builder.add("cdcwatch_debezium_connected", "gauge", "h", {"target": "good"}, 1.0)
+    builder.add_spec(CONNECTED, 1.0, {"target": "good"})
     return Collection(builder.families(), "fine")
 
 
@@ -169,7 +172,7 @@ def test_series_beyond_the_cap_are_dropped_counted_and_logged_once(caplog):
     def many():
         builder = FamilyBuilder()
         for table in range(30):
-            builder.add("cdcwatch_debezium_table_events_total", "counter", "h", {"table": f"t{table}"}, 1.0)
+            builder.add_spec(TABLE_EVENTS, 1.0, table=f"t{table}")
         return Collection(builder.families())
 
     exporter = Exporter([ScheduledCollector(FakeCollector("wide", many), 5)], max_series=10)

@@ -75,7 +75,7 @@ def test_a_deadline_is_a_timeout_and_anything_else_is_other() -> None:
 def test_the_line_names_the_address_the_kind_the_cause_and_what_to_check() -> None:
     port = free_port()
     failure = describe(raised(lambda: psycopg.connect(host="127.0.0.1", port=port, connect_timeout=5)),
-                       f"127.0.0.1:{port}", "postgres")
+                       f"127.0.0.1:{port}", "PostgreSQL")
     assert failure.line.startswith(f"127.0.0.1:{port}: connection refused: connection failed: ")
     assert failure.line.endswith("; check that PostgreSQL is running and listening on this port")
     assert "\n" not in failure.line
@@ -83,8 +83,8 @@ def test_the_line_names_the_address_the_kind_the_cause_and_what_to_check() -> No
 
 def test_a_failure_described_by_the_collector_keeps_its_address() -> None:
     """A Connect worker whose REST API answered but whose JMX endpoint refused names the JMX endpoint."""
-    inner = describe(ConnectionRefusedError(111, "Connection refused"), "127.0.0.1:9999", "connect")
-    assert describe(inner, "http://127.0.0.1:8083", "connect") is inner
+    inner = describe(ConnectionRefusedError(111, "Connection refused"), "127.0.0.1:9999", "the Connect worker")
+    assert describe(inner, "http://127.0.0.1:8083", "the Connect worker") is inner
     assert isinstance(inner, TargetFailure) and classify(inner) is FailureKind.REFUSED
 
 

@@ -1,0 +1,178 @@
+"""The collector registry: each kind of target cdcwatch collects, registered once with its configuration section, its
+collector class, its metric specs and its section of the metrics reference.
+
+Everything that goes over the kinds of target reads this table: the configuration's checks (a section to scrape,
+names unique within a section, static labels that clash with the exporter's own), building the collectors, the
+failure lines (which service to check), the metrics reference and the mixin's stage of each metric. A new
+collector is one module plus one entry in `COLLECTORS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cdcwatch.config import TargetConfig
+from cdcwatch.connect import jmx_rules
+from cdcwatch.connect.collector import CONNECT_METRICS, ConnectCollector
+from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
+from cdcwatch.debezium import DEBEZIUM_METRICS, DebeziumCollector, mapping
+from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
+from cdcwatch.families import MetricSpec, TargetCollector, reference_row
+from cdcwatch.jmx import make_client
+from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
+from cdcwatch.mysql.binlog import BINLOG_METRICS, BinlogCollector
+from cdcwatch.postgres.slots import SLOT_METRICS, ReplicationSlotCollector
+from cdcwatch.reconcile.collector import RECONCILE_METRICS, ReconcileCollector
+
+__all__ = ["COLLECTORS", "EXPORTER_LABELS", "CollectorEntry", "exporter_labels", "registered"]
+
+EXPORTER_LABELS = {
+    "collector": "the kind of target, on cdcwatch's own series",
+    "target": "the target's name, on every series",
+    "job": "set by Prometheus",
+    "instance": "set by Prometheus",
+    "le": "a histogram bucket's bound",
+    "quantile": "a summary's quantile",
+}
+"""Labels cdcwatch (or Prometheus) sets on series whatever their metric specs say, and why."""
+
+
+@dataclass(frozen=True)
+class CollectorEntry:
+    """One kind of target."""
+
+    kind: str
+    """The `collector` label of its targets' own series (`cdcwatch_up{collector=...}`)."""
+    section: str
+    """Its configuration section: a list of targets under this key."""
+    what: str
+    """What one target of the section is, as errors name it (`kafka cluster name 'a' is used twice`)."""
+    service: str
+    """What a failure line tells the user to check (`check that the Kafka broker is running`)."""
+    build: Callable[[Any], TargetCollector]
+    """The collector of one configured target."""
+    metrics: tuple[Mapping[str, MetricSpec], ...]
+    """Every metric spec table its collector exports from."""
+    reference: Callable[[], list[str]]
+    """Its section of the metrics reference (Markdown lines)."""
+    series_labels: tuple[str, ...] = ()
+    """Labels its series carry that no spec declares (Debezium's, from the MBean names)."""
+    timeout: Callable[[Any], float] = lambda target: float(target.timeout_seconds)
+    """The deadline of one collection from a target."""
+    stage: Callable[[MetricSpec], str] | None = None
+    """The mixin's pipeline stage of each of its metrics (default: the kind)."""
+
+    def specs(self) -> Iterator[MetricSpec]:
+        for table in self.metrics:
+            yield from table.values()
+
+    def stage_of(self, spec: MetricSpec) -> str:
+        return self.stage(spec) if self.stage is not None else self.kind
+
+
+def _table(intro: str, specs: Sequence[MetricSpec], source: Callable[[MetricSpec], str] | None = None,
+           column: str = "source") -> list[str]:
+    """A paragraph, then a table of `specs`; with `source`, a column named `column` tells where each is read."""
+    if source is None:
+        header = ["| metric | type | extra labels | help |", "|---|---|---|---|"]
+    else:
+        header = [f"| metric | type | extra labels | {column} | help |", "|---|---|---|---|---|"]
+    return [intro, "", *header, *(reference_row(spec, source(spec) if source else None) for spec in specs)]
+
+
+def _debezium_reference() -> list[str]:
+    beans = "target, plugin, server, context (+ task, database, custom tags, static labels)"
+    lines = ["### Debezium (JMX)", ""]
+    lines += _table(f"Every series carries the labels {beans}; extra labels are listed per metric.",
+                    [spec for _, spec in sorted(DEBEZIUM_BEAN_METRICS.items())],
+                    lambda spec: ", ".join(f"`{a}`" for a in mapping.sources(spec)), "MBean attribute(s)")
+    lines += ["", "Not exported (free text or unbounded values, never used as label values): "
+              + ", ".join(f"`{r.attribute}`" for r in RULES if r.spec is None) + ".", ""]
+    lines += _table("Per JVM, with the labels target and the target's static labels:", list(DEBEZIUM_METRICS.values()),
+                    lambda spec: spec.source)
+    return lines
+
+
+def _kafka_reference() -> list[str]:
+    return ["### Kafka (consumer groups, topics)", "",
+            *_table("Every series carries the labels target (the cluster name) and the cluster's static labels; extra "
+                    "labels are listed per metric.", list(KAFKA_METRICS.values()))]
+
+
+def _connect_reference() -> list[str]:
+    lines = ["### Kafka Connect workers", "",
+             *_table("Every series carries the label target (the worker name) and the worker's static labels.",
+                     list(CONNECT_METRICS.values()), lambda spec: spec.source or "REST")]
+    return lines + [reference_row(spec, "JMX " + ", ".join(jmx_rules.sources(spec)))
+                    for spec in CONNECT_JMX_METRICS.values()]
+
+
+def _postgres_reference() -> list[str]:
+    return ["### PostgreSQL replication slots", "",
+            *_table("Every series carries the label target (the source name) and the source's static labels.",
+                    list(SLOT_METRICS.values()))]
+
+
+def _mysql_reference() -> list[str]:
+    return ["### MySQL / MariaDB binary logs", "",
+            *_table("Every series carries the label target (the source name) and the source's static labels; server "
+                    "is the source's `server` setting.", list(BINLOG_METRICS.values()))]
+
+
+def _reconcile_reference() -> list[str]:
+    return ["### Reconciliation (source-to-target table pairs)", "",
+            *_table("Every series carries the label target (the pair's name) and the pair's static labels.",
+                    list(RECONCILE_METRICS.values()))]
+
+
+def _connect_stage(spec: MetricSpec) -> str:
+    return "connect_jmx" if spec in CONNECT_JMX_METRICS.values() or spec.source.startswith("JMX") else "connect_rest"
+
+
+def _debezium(target: TargetConfig) -> DebeziumCollector:
+    return DebeziumCollector(target, make_client(target.jmx, target.timeout_seconds))
+
+
+COLLECTORS: tuple[CollectorEntry, ...] = (
+    CollectorEntry("debezium", "targets", "target", "the JVM's JMX agent", _debezium,
+                   (DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS), _debezium_reference,
+                   series_labels=("plugin", "server", "context", "task", "database")),
+    CollectorEntry("kafka", "kafka", "kafka cluster", "the Kafka broker", KafkaCollector, (KAFKA_METRICS,),
+                   _kafka_reference),
+    CollectorEntry("connect", "connect", "connect worker", "the Connect worker", ConnectCollector,
+                   (CONNECT_METRICS, CONNECT_JMX_METRICS), _connect_reference, stage=_connect_stage),
+    CollectorEntry("postgres", "postgres", "postgres source", "PostgreSQL", ReplicationSlotCollector, (SLOT_METRICS,),
+                   _postgres_reference),
+    CollectorEntry("mysql", "mysql", "mysql source", "the MySQL server", BinlogCollector, (BINLOG_METRICS,),
+                   _mysql_reference),
+    # a scrape reads the pair's state: its deadline is short, whatever its passes take
+    CollectorEntry("reconcile", "reconcile", "reconcile pair", "the target", ReconcileCollector,
+                   (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: 2.0),
+)
+"""Every kind of target, in the order the collectors are built and the reference documents them."""
+
+def registered(kind: str) -> CollectorEntry | None:
+    """The entry of a `collector` kind."""
+    return next((entry for entry in COLLECTORS if entry.kind == kind), None)
+
+
+@cache
+def exporter_labels() -> dict[str, str]:
+    """Every label cdcwatch sets itself → why: a static label of that name would be overwritten or clash, so the
+    configuration refuses it."""
+    from cdcwatch.exporter import SELF_METRICS
+
+    why = dict(EXPORTER_LABELS)
+    for spec in SELF_METRICS.values():
+        for label in spec.labels:
+            why.setdefault(label, f"a label of {spec.name}")
+    for entry in COLLECTORS:
+        for label in entry.series_labels:
+            why.setdefault(label, f"a label of every {entry.kind} series")
+        for spec in entry.specs():
+            for label in spec.labels:
+                why.setdefault(label, f"a label of {spec.name}")
+    return why
