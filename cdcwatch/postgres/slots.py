@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-
-import psycopg
-import psycopg.errors
+from typing import TYPE_CHECKING
 
 from cdcwatch.config import PostgresSourceConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["POSITION_QUERY", "SLOT_METRICS", "SLOTS_QUERY", "TABLES_QUERY", "WAL_DIRECTORY_QUERY", "WAL_STATUSES",
            "ReplicationSlotCollector"]
@@ -56,10 +57,18 @@ on while the table was never vacuumed or analyzed) and the cumulative statistics
 WAL_DIRECTORY_QUERY = "SELECT coalesce(sum(size), 0)::bigint FROM pg_ls_waldir()"
 """The WAL directory's size; pg_ls_waldir() needs superuser or pg_monitor, and the result is left out without."""
 
-_NOT_PERMITTED = (psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction,
-                  psycopg.errors.FeatureNotSupported)
-"""Why the WAL directory may not be listable: a role without pg_monitor, a PostgreSQL-compatible server without
-pg_ls_waldir (YugabyteDB). The slots are still collected."""
+def _undefined_table() -> type[Exception]:
+    import psycopg.errors
+
+    return psycopg.errors.UndefinedTable
+
+
+def _not_permitted() -> tuple[type[Exception], ...]:
+    """Why the WAL directory may not be listable: a role without pg_monitor, a PostgreSQL-compatible server without
+    pg_ls_waldir (YugabyteDB). The slots are still collected."""
+    import psycopg.errors
+
+    return psycopg.errors.InsufficientPrivilege, psycopg.errors.UndefinedFunction, psycopg.errors.FeatureNotSupported
 
 WAL_STATUSES = ("reserved", "extended", "unreserved", "lost")
 
@@ -143,6 +152,10 @@ class ReplicationSlotCollector:
         """The publications' tables could not be read (a server without publications; said once in the log)."""
 
     def _connect(self, deadline: float) -> psycopg.Connection:
+        # imported at the first collection: libpq costs about 20 MiB, which an exporter without PostgreSQL targets
+        # does not pay
+        import psycopg
+
         password = self.source.password.get_secret_value() if self.source.password else None
         return psycopg.connect(host=self.source.host, port=self.source.port, dbname=self.source.dbname,
                                user=self.source.user, password=password, sslmode=self.source.sslmode,
@@ -206,7 +219,7 @@ class ReplicationSlotCollector:
     def _tables(self, connection: psycopg.Connection) -> list[tuple[object, ...]]:
         try:
             return connection.execute(TABLES_QUERY).fetchall()
-        except (*_NOT_PERMITTED, psycopg.errors.UndefinedTable) as exc:
+        except (*_not_permitted(), _undefined_table()) as exc:
             if not self.tables_denied:
                 log.info("%s: no row estimates of published tables: %s", self.target, str(exc).strip())
                 self.tables_denied = True
@@ -215,7 +228,7 @@ class ReplicationSlotCollector:
     def _wal_directory(self, connection: psycopg.Connection) -> int | None:
         try:
             size = _one(connection.execute(WAL_DIRECTORY_QUERY).fetchone())
-        except _NOT_PERMITTED as exc:
+        except _not_permitted() as exc:
             if not self.wal_directory_denied:
                 log.info("%s: the WAL directory's size is not reported: %s", self.target, str(exc).strip())
                 self.wal_directory_denied = True

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from cdcwatch.config import ReconcileSideConfig
 from cdcwatch.reconcile.image import Column, apply_value, pg_image_hash, pg_value, type_class
+
+if TYPE_CHECKING:
+    import psycopg
+
 from cdcwatch.reconcile.side import Digest, Key, Shape, SideError, key_page
 
 __all__ = ["ApplyRowsSide", "PostgresTableSide", "render_row_key"]
@@ -50,6 +52,8 @@ class _PostgresSide:
         self.columns: list[Column] = []
 
     def _connect(self) -> psycopg.Connection[Any]:
+        import psycopg  # at the first query: libpq costs about 20 MiB, which an exporter without PostgreSQL does not pay
+
         if self._connection is None or self._connection.closed:
             c = self.config
             timeout_ms = int(c.statement_timeout_seconds * 1000)
@@ -64,6 +68,8 @@ class _PostgresSide:
         return self._connection
 
     def _query(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
         try:
             rows = self._connect().execute(query, params).fetchall()
         except psycopg.Error as exc:
