@@ -34,84 +34,106 @@ log = logging.getLogger("cdcwatch.kafka")
 __all__ = ["GROUP_STATES", "KAFKA_METRICS", "KafkaCollector"]
 
 _PARTITION = ("group", "topic", "partition")
-KAFKA_METRICS = metric_specs(
-    MetricSpec("cdcwatch_kafka_topic_partitions", "gauge", "Partitions of the topic.", ("topic", "server")),
-    MetricSpec("cdcwatch_kafka_log_start_offset", "gauge", (
+KAFKA_TOPIC_PARTITIONS = MetricSpec("cdcwatch_kafka_topic_partitions", "gauge", "Partitions of the topic.", ("topic", "server"))
+KAFKA_LOG_START_OFFSET = MetricSpec("cdcwatch_kafka_log_start_offset", "gauge", (
         "Offset of the oldest message kept (summed over partitions at topic granularity)."),
-        ("topic", "partition")),
-    MetricSpec("cdcwatch_kafka_log_end_offset", "gauge", (
+        ("topic", "partition"))
+KAFKA_LOG_END_OFFSET = MetricSpec("cdcwatch_kafka_log_end_offset", "gauge", (
         "Offset the next message will get (high watermark; summed at topic granularity)."),
-        ("topic", "partition")),
-    MetricSpec("cdcwatch_kafka_topic_retention_seconds", "gauge", (
+        ("topic", "partition"))
+KAFKA_TOPIC_RETENTION_SECONDS = MetricSpec("cdcwatch_kafka_topic_retention_seconds", "gauge", (
         "retention.ms of a topic that deletes by time, in seconds (absent for -1 and for topics that only compact)."),
-        ("topic",)),
-    MetricSpec("cdcwatch_kafka_topic_retention_bytes", "gauge", (
+        ("topic",))
+KAFKA_TOPIC_RETENTION_BYTES = MetricSpec("cdcwatch_kafka_topic_retention_bytes", "gauge", (
         "retention.bytes of a topic that deletes by size: what each partition keeps at most (absent for -1)."),
-        ("topic",)),
-    MetricSpec("cdcwatch_kafka_newest_source_commit_timestamp_seconds", "gauge", (
+        ("topic",))
+KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_kafka_newest_source_commit_timestamp_seconds", "gauge", (
         "Source commit time of the newest Debezium event in the partition (payload.source.ts_ms; TiCDC: "
         "commit_ts physical part); the newest of the topic's partitions at topic granularity."),
-        ("topic", "partition", "server")),
-    MetricSpec("cdcwatch_kafka_consumergroup_committed_offset", "gauge", (
+        ("topic", "partition", "server"))
+KAFKA_CONSUMERGROUP_COMMITTED_OFFSET = MetricSpec("cdcwatch_kafka_consumergroup_committed_offset", "gauge", (
         "Offset the group committed in the partition."),
-        _PARTITION),
-    MetricSpec("cdcwatch_kafka_consumergroup_lag_messages", "gauge", (
+        _PARTITION)
+KAFKA_CONSUMERGROUP_LAG_MESSAGES = MetricSpec("cdcwatch_kafka_consumergroup_lag_messages", "gauge", (
         "Messages between the committed offset and the log end; from the log start where nothing is "
         "committed."),
-        (*_PARTITION, "server")),
-    MetricSpec("cdcwatch_kafka_consumergroup_lag_seconds", "gauge", (
+        (*_PARTITION, "server"))
+KAFKA_CONSUMERGROUP_LAG_SECONDS = MetricSpec("cdcwatch_kafka_consumergroup_lag_seconds", "gauge", (
         "Age of the next message the group will consume, 0 when caught up; where the group committed nothing, of "
         "the first message kept (the log start, as the lag in messages). method=timestamp: exact, the "
         "message's broker timestamp; where the broker keeps none (Kafka < 0.10): method=payload, a Debezium "
         "event's own payload.ts_ms, else method=interpolated, from (time, end offset) samples (a lower bound "
         "at first)."),
-        (*_PARTITION, "server", "method")),
-    MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_runway_seconds", "gauge", (
+        (*_PARTITION, "server", "method"))
+KAFKA_CONSUMERGROUP_TOPIC_RETENTION_RUNWAY_SECONDS = MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_runway_seconds", "gauge", (
         "Time until retention may delete the next message the group will consume, in the partition where that "
         "comes first: the topic's retention.ms minus that message's age (its lag in seconds); all of retention.ms "
         "when caught up, negative when overdue. A lower bound: a segment is deleted once its newest message is "
         "that old."),
-        ("group", "topic", "server")),
-    MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_used_ratio", "gauge", (
+        ("group", "topic", "server"))
+KAFKA_CONSUMERGROUP_TOPIC_RETENTION_USED_RATIO = MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_used_ratio", "gauge", (
         "Age of the next message the group will consume as a share of the topic's retention.ms, the largest of "
         "the topic's partitions (1: due for deletion)."),
-        ("group", "topic", "server")),
-    MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_margin_messages", "gauge", (
+        ("group", "topic", "server"))
+KAFKA_CONSUMERGROUP_TOPIC_RETENTION_MARGIN_MESSAGES = MetricSpec("cdcwatch_kafka_consumergroup_topic_retention_margin_messages", "gauge", (
         "Committed offset minus log start offset, the smallest of the topic's partitions: the messages retention "
         "can delete before it deletes one the group has not read. 0: the next deletion loses data (if the group "
         "lags); negative: messages were deleted unread."),
-        ("group", "topic")),
-    MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_messages", "gauge", (
+        ("group", "topic"))
+KAFKA_CONSUMERGROUP_TOPIC_LAG_MESSAGES = MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_messages", "gauge", (
         "Lag in messages summed over the topic's partitions."),
-        ("group", "topic", "server")),
-    MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_seconds", "gauge", (
+        ("group", "topic", "server"))
+KAFKA_CONSUMERGROUP_TOPIC_LAG_SECONDS = MetricSpec("cdcwatch_kafka_consumergroup_topic_lag_seconds", "gauge", (
         "The largest lag in seconds among the topic's partitions."),
-        ("group", "topic", "server")),
-    MetricSpec("cdcwatch_kafka_consumergroup_uncommitted_partitions", "gauge", (
+        ("group", "topic", "server"))
+KAFKA_CONSUMERGROUP_UNCOMMITTED_PARTITIONS = MetricSpec("cdcwatch_kafka_consumergroup_uncommitted_partitions", "gauge", (
         "Partitions of a consumed topic where the group has no committed offset (their lag counts from log "
         "start)."),
-        ("group", "topic")),
-    MetricSpec("cdcwatch_kafka_consumergroup_members", "gauge", "Live members of the group.", ("group",)),
-    MetricSpec("cdcwatch_kafka_consumergroup_state", "gauge", (
+        ("group", "topic"))
+KAFKA_CONSUMERGROUP_MEMBERS = MetricSpec("cdcwatch_kafka_consumergroup_members", "gauge", "Live members of the group.", ("group",))
+KAFKA_CONSUMERGROUP_STATE = MetricSpec("cdcwatch_kafka_consumergroup_state", "gauge", (
         "Group state as a state set: 1 for the current state."),
-        ("group", "state")),
-    MetricSpec("cdcwatch_kafka_consumergroup_status_code", "gauge", (
+        ("group", "state"))
+KAFKA_CONSUMERGROUP_STATUS_CODE = MetricSpec("cdcwatch_kafka_consumergroup_status_code", "gauge", (
         "Consumer status of the partition over the sliding window: 0 OK, 1 WARN (lag growing), 2 STALL "
         "(offset not moving, lag > 0, members connected), 3 STOP (not moving, lag > 0, no members), 4 REWIND "
         "(offset went back)."),
-        _PARTITION),
-    MetricSpec("cdcwatch_kafka_consumergroup_topic_status", "gauge", (
+        _PARTITION)
+KAFKA_CONSUMERGROUP_TOPIC_STATUS = MetricSpec("cdcwatch_kafka_consumergroup_topic_status", "gauge", (
         "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, "
         "REWIND)."),
-        ("group", "topic", "server", "status")),
-    MetricSpec("cdcwatch_kafka_series_dropped_total", "counter", (
-        "Group partitions not reported because of max_partitions, summed over scrapes."), ()),
-    MetricSpec("cdcwatch_kafka_group_partitions_dropped", "gauge", (
-        "Group partitions the latest scrape did not report because of max_partitions (0: all reported)."), ()),
-    MetricSpec("cdcwatch_kafka_message_reads_total", "counter", (
+        ("group", "topic", "server", "status"))
+KAFKA_SERIES_DROPPED_TOTAL = MetricSpec("cdcwatch_kafka_series_dropped_total", "counter", (
+        "Group partitions not reported because of max_partitions, summed over scrapes."), ())
+KAFKA_GROUP_PARTITIONS_DROPPED = MetricSpec("cdcwatch_kafka_group_partitions_dropped", "gauge", (
+        "Group partitions the latest scrape did not report because of max_partitions (0: all reported)."), ())
+KAFKA_MESSAGE_READS_TOTAL = MetricSpec("cdcwatch_kafka_message_reads_total", "counter", (
         "Messages whose timestamp or source commit time was needed, by where it came from: source=cache (no "
         "request) or source=broker (fetched)."),
-        ("source",)),
+        ("source",))
+KAFKA_METRICS = metric_specs(
+    KAFKA_TOPIC_PARTITIONS,
+    KAFKA_LOG_START_OFFSET,
+    KAFKA_LOG_END_OFFSET,
+    KAFKA_TOPIC_RETENTION_SECONDS,
+    KAFKA_TOPIC_RETENTION_BYTES,
+    KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS,
+    KAFKA_CONSUMERGROUP_COMMITTED_OFFSET,
+    KAFKA_CONSUMERGROUP_LAG_MESSAGES,
+    KAFKA_CONSUMERGROUP_LAG_SECONDS,
+    KAFKA_CONSUMERGROUP_TOPIC_RETENTION_RUNWAY_SECONDS,
+    KAFKA_CONSUMERGROUP_TOPIC_RETENTION_USED_RATIO,
+    KAFKA_CONSUMERGROUP_TOPIC_RETENTION_MARGIN_MESSAGES,
+    KAFKA_CONSUMERGROUP_TOPIC_LAG_MESSAGES,
+    KAFKA_CONSUMERGROUP_TOPIC_LAG_SECONDS,
+    KAFKA_CONSUMERGROUP_UNCOMMITTED_PARTITIONS,
+    KAFKA_CONSUMERGROUP_MEMBERS,
+    KAFKA_CONSUMERGROUP_STATE,
+    KAFKA_CONSUMERGROUP_STATUS_CODE,
+    KAFKA_CONSUMERGROUP_TOPIC_STATUS,
+    KAFKA_SERIES_DROPPED_TOTAL,
+    KAFKA_GROUP_PARTITIONS_DROPPED,
+    KAFKA_MESSAGE_READS_TOTAL,
 )
 """Each metric's labels are those besides `target` and the static labels; `partition` only at `granularity: partition`.
 
@@ -122,8 +144,6 @@ per group partition would not fit `max_series_per_target` at `max_partitions`.""
 GROUP_STATES = ("STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING", "EMPTY", "DEAD", "UNKNOWN")
 
 Partition = tuple[str, int]
-_GROUP_PARTITION_SERIES = ("cdcwatch_kafka_consumergroup_committed_offset", "cdcwatch_kafka_consumergroup_lag_messages",
-                           "cdcwatch_kafka_consumergroup_lag_seconds", "cdcwatch_kafka_consumergroup_status_code")
 
 
 class _GroupPartition:
@@ -172,6 +192,8 @@ class KafkaCollector:
     def __init__(self, cluster: KafkaClusterConfig) -> None:
         self.cluster = cluster
         self.target = cluster.name
+        self.common = {"target": cluster.name, **cluster.labels}
+        """The labels every series of the cluster carries."""
         self.address = cluster.bootstrap_servers
         self.reader = ClusterReader(cluster)
         self.messages = MessageReader(cluster)
@@ -357,44 +379,39 @@ class KafkaCollector:
 
     # --- families --------------------------------------------------------------------------
 
-    def _labels(self, **labels: str) -> dict[str, str]:
-        return {"target": self.target, **self.cluster.labels, **labels}
-
-    def _add(self, builder: FamilyBuilder, metric: str, value: float, **labels: str) -> None:
-        builder.add_spec(KAFKA_METRICS[metric], value, self._labels(), **labels)
 
     def _topic_families(self, builder: FamilyBuilder, state: ClusterState, newest: dict[Partition, float]) -> None:
         per_partition = self.cluster.granularity == "partition"
         for topic, count in sorted(state.partitions.items()):
             server = self._server(topic)
-            self._add(builder, "cdcwatch_kafka_topic_partitions", count, topic=topic, server=server)
+            builder.add_spec(KAFKA_TOPIC_PARTITIONS, count, self.common, topic=topic, server=server)
             retention = state.retention.get(topic)
             if retention is not None and retention.ms is not None:
-                self._add(builder, "cdcwatch_kafka_topic_retention_seconds", retention.ms / 1000, topic=topic)
+                builder.add_spec(KAFKA_TOPIC_RETENTION_SECONDS, retention.ms / 1000, self.common, topic=topic)
             if retention is not None and retention.bytes is not None:
-                self._add(builder, "cdcwatch_kafka_topic_retention_bytes", retention.bytes, topic=topic)
+                builder.add_spec(KAFKA_TOPIC_RETENTION_BYTES, retention.bytes, self.common, topic=topic)
             partitions = range(count)
             if per_partition:
                 for p in partitions:
                     where = (topic, p)
-                    self._add(builder, "cdcwatch_kafka_log_start_offset", state.start.get(where, 0), topic=topic, partition=str(p))
-                    self._add(builder, "cdcwatch_kafka_log_end_offset", state.end.get(where, 0), topic=topic, partition=str(p))
+                    builder.add_spec(KAFKA_LOG_START_OFFSET, state.start.get(where, 0), self.common, topic=topic, partition=str(p))
+                    builder.add_spec(KAFKA_LOG_END_OFFSET, state.end.get(where, 0), self.common, topic=topic, partition=str(p))
                     if where in newest:
-                        self._add(builder, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", newest[where],
+                        builder.add_spec(KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS, newest[where], self.common,
                                   topic=topic, partition=str(p), server=server)
             else:
-                self._add(builder, "cdcwatch_kafka_log_start_offset", sum(state.start.get((topic, p), 0) for p in partitions), topic=topic)
-                self._add(builder, "cdcwatch_kafka_log_end_offset", sum(state.end.get((topic, p), 0) for p in partitions), topic=topic)
+                builder.add_spec(KAFKA_LOG_START_OFFSET, sum(state.start.get((topic, p), 0) for p in partitions), self.common, topic=topic)
+                builder.add_spec(KAFKA_LOG_END_OFFSET, sum(state.end.get((topic, p), 0) for p in partitions), self.common, topic=topic)
                 times = [newest[(topic, p)] for p in partitions if (topic, p) in newest]
                 if times:
-                    self._add(builder, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", max(times), topic=topic, server=server)
+                    builder.add_spec(KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS, max(times), self.common, topic=topic, server=server)
 
     def _group_families(self, builder: FamilyBuilder, state: ClusterState, rows: list[_GroupPartition]) -> None:
         for group in state.groups:
-            self._add(builder, "cdcwatch_kafka_consumergroup_members", group.members, group=group.name)
+            builder.add_spec(KAFKA_CONSUMERGROUP_MEMBERS, group.members, self.common, group=group.name)
             current = group.state if group.state in GROUP_STATES else "UNKNOWN"
             for name in GROUP_STATES:
-                self._add(builder, "cdcwatch_kafka_consumergroup_state", float(name == current), group=group.name, state=name)
+                builder.add_spec(KAFKA_CONSUMERGROUP_STATE, float(name == current), self.common, group=group.name, state=name)
         servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
         if self.cluster.granularity == "partition":
             self._partition_series(builder, rows, servers)
@@ -402,24 +419,24 @@ class KafkaCollector:
         for (group_name, topic), run in groupby(rows, key=lambda r: (r.group.name, r.topic)):
             members = list(run)
             server = servers[topic]
-            self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_messages", sum(r.lag for r in members),
+            builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_LAG_MESSAGES, sum(r.lag for r in members), self.common,
                       group=group_name, topic=topic, server=server)
             seconds = [r.lag_seconds for r in members if r.lag_seconds is not None]
             if seconds:
-                self._add(builder, "cdcwatch_kafka_consumergroup_topic_lag_seconds", max(seconds), group=group_name,
+                builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_LAG_SECONDS, max(seconds), self.common, group=group_name,
                           topic=topic, server=server)
-            self._add(builder, "cdcwatch_kafka_consumergroup_uncommitted_partitions",
-                      sum(r.committed is None for r in members), group=group_name, topic=topic)
+            builder.add_spec(KAFKA_CONSUMERGROUP_UNCOMMITTED_PARTITIONS,
+                      sum(r.committed is None for r in members), self.common, group=group_name, topic=topic)
             self._topic_retention(builder, group_name, topic, server, members)
             if status:
                 worst = STATUS_BY_CODE[max(r.status for r in members)]
                 for each in ConsumerStatus:
-                    self._add(builder, "cdcwatch_kafka_consumergroup_topic_status", float(each is worst), group=group_name,
+                    builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_STATUS, float(each is worst), self.common, group=group_name,
                               topic=topic, server=server, status=each.value)
-        self._add(builder, "cdcwatch_kafka_series_dropped_total", self.dropped)
-        self._add(builder, "cdcwatch_kafka_group_partitions_dropped", self.dropped_now)
+        builder.add_spec(KAFKA_SERIES_DROPPED_TOTAL, self.dropped, self.common)
+        builder.add_spec(KAFKA_GROUP_PARTITIONS_DROPPED, self.dropped_now, self.common)
         for source, count in self.messages.reads.items():
-            self._add(builder, "cdcwatch_kafka_message_reads_total", count, source=source)
+            builder.add_spec(KAFKA_MESSAGE_READS_TOTAL, count, self.common, source=source)
 
     def _topic_retention(self, builder: FamilyBuilder, group: str, topic: str, server: str,
                          members: list[_GroupPartition]) -> None:
@@ -427,45 +444,44 @@ class KafkaCollector:
         where = {"group": group, "topic": topic}
         runways = [r.runway for r in members if r.runway is not None]
         if runways:
-            self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_runway_seconds", min(runways), server=server,
+            builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_RETENTION_RUNWAY_SECONDS, min(runways), self.common, server=server,
                       **where)
         used = [r.used for r in members if r.used is not None]
         if used:
-            self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_used_ratio", max(used), server=server, **where)
+            builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_RETENTION_USED_RATIO, max(used), self.common, server=server, **where)
         margins = [r.margin for r in members if r.margin is not None]
         if margins:
-            self._add(builder, "cdcwatch_kafka_consumergroup_topic_retention_margin_messages", min(margins), **where)
+            builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_RETENTION_MARGIN_MESSAGES, min(margins), self.common, **where)
 
     def _partition_series(self, builder: FamilyBuilder, rows: list[_GroupPartition], servers: dict[str, str]) -> None:
         """The per-partition series: tens of thousands on a large cluster, so each group partition keeps its
         rendered lines from one scrape to the next (RenderedFamily); the status is one coded series per partition
         (the per-topic status is the full state set)."""
-        base = self._labels()
+        base = self.common
         names, base_values = (*base, *_PARTITION), tuple(base.values())
         with_server, with_method = (*names, "server"), (*names, "server", "method")
 
-        def family(metric: str, labels: tuple[str, ...]) -> list[str]:
-            spec = KAFKA_METRICS[metric]
+        def family(spec: MetricSpec, labels: tuple[str, ...]) -> list[str]:
             spec.check_labels(labels[len(base):])
             return builder.rendered(spec).lines
 
-        committed_lines = (family("cdcwatch_kafka_consumergroup_committed_offset", names)
+        committed_lines = (family(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET, names)
                            if self.cluster.committed_offsets else None)
-        lag_lines = family("cdcwatch_kafka_consumergroup_lag_messages", with_server)
-        seconds_lines = family("cdcwatch_kafka_consumergroup_lag_seconds", with_method)
-        status_lines = (family("cdcwatch_kafka_consumergroup_status_code", names)
+        lag_lines = family(KAFKA_CONSUMERGROUP_LAG_MESSAGES, with_server)
+        seconds_lines = family(KAFKA_CONSUMERGROUP_LAG_SECONDS, with_method)
+        status_lines = (family(KAFKA_CONSUMERGROUP_STATUS_CODE, names)
                         if self.cluster.status.enabled else None)
         for row in rows:
             server = servers[row.topic]
             if row.lag_line is None or row.server != server:  # new, or its topic's server became known
                 row.server = server
                 values = (*base_values, row.group.name, row.topic, str(row.partition))
-                row.lag_line = SeriesLine("cdcwatch_kafka_consumergroup_lag_messages", with_server, (*values, server))
+                row.lag_line = SeriesLine(KAFKA_CONSUMERGROUP_LAG_MESSAGES.name, with_server, (*values, server))
                 row.seconds_line = None
                 if committed_lines is not None:
-                    row.committed_line = SeriesLine("cdcwatch_kafka_consumergroup_committed_offset", names, values)
+                    row.committed_line = SeriesLine(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET.name, names, values)
                 if status_lines is not None:
-                    row.status_line = SeriesLine("cdcwatch_kafka_consumergroup_status_code", names, values)
+                    row.status_line = SeriesLine(KAFKA_CONSUMERGROUP_STATUS_CODE.name, names, values)
         # one pass per family, the lines in row order (each line object is set above wherever its family is on)
         if committed_lines is not None:
             committed_lines += [r.committed_line.line(r.committed)  # type: ignore[union-attr]
@@ -475,7 +491,7 @@ class KafkaCollector:
             if row.lag_seconds is not None:
                 if row.seconds_line is None or row.seconds_method != row.method:
                     row.seconds_method = row.method
-                    row.seconds_line = SeriesLine("cdcwatch_kafka_consumergroup_lag_seconds", with_method, (
+                    row.seconds_line = SeriesLine(KAFKA_CONSUMERGROUP_LAG_SECONDS.name, with_method, (
                         *base_values, row.group.name, row.topic, str(row.partition), row.server, row.method))
                 seconds_lines.append(row.seconds_line.line(row.lag_seconds))
         if status_lines is not None:

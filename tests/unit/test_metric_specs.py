@@ -15,7 +15,8 @@ from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion, Ru
 from cdcwatch.exporter import SELF_METRICS, Exporter, TargetResult
 from cdcwatch.families import FamilyBuilder, MetricSpec, UndeclaredLabel, metric_specs, referenced_specs
 from cdcwatch.jmx import MBean
-from cdcwatch.kafka import KAFKA_METRICS, KafkaCollector
+from cdcwatch.kafka import KAFKA_METRICS
+from cdcwatch.kafka.collector import KAFKA_TOPIC_PARTITIONS
 from cdcwatch.postgres import SLOT_METRICS
 from cdcwatch.reference import metrics_reference
 from cdcwatch.spark.metrics import SPARK_METRICS, SinkOutcome, SparkMetrics
@@ -38,12 +39,9 @@ def test_a_sample_with_an_undeclared_label_is_refused() -> None:
     assert [s.labels for s in family.samples] == [{"target": "main", "env": "prod", "group": "g"}]
 
 
-def test_the_kafka_collector_refuses_an_undeclared_label() -> None:
-    collector = KafkaCollector.__new__(KafkaCollector)  # only the label plumbing, no cluster
-    collector.target = "main"
-    collector.cluster = type("Cluster", (), {"labels": {}})()
+def test_a_sample_with_a_label_its_spec_does_not_declare_is_refused() -> None:
     with pytest.raises(UndeclaredLabel):
-        collector._add(FamilyBuilder(), "cdcwatch_kafka_topic_partitions", 1, topic="t", partition="0")
+        FamilyBuilder().add_spec(KAFKA_TOPIC_PARTITIONS, 1, {"target": "main"}, topic="t", partition="0")
 
 
 def test_names_are_unique_and_types_and_units_follow_them() -> None:
@@ -268,7 +266,7 @@ def test_the_reference_says_what_metrics_shows(collector: str) -> None:
 
 _BY_NAME = re.compile(r'_METRICS\[|\bspec\["|f"cdcwatch_\w*\{')
 """A spec looked up in its table by name, or a metric name built from pieces: grep would miss its uses."""
-_REWORKED_ELSEWHERE = {"kafka", "spark"}
+_REWORKED_ELSEWHERE = {"spark"}
 """Collectors whose sample paths are being rewritten: they still look specs up by name."""
 
 
