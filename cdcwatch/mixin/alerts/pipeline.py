@@ -52,7 +52,6 @@ _COMMITTED = "cdcwatch_kafka_consumergroup_committed_offset"
 _GROUP_LAG = "cdcwatch_kafka_consumergroup_topic_lag_messages"
 _GROUP_LAG_SECONDS = "cdcwatch_kafka_consumergroup_topic_lag_seconds"
 _KAFKA_NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
-_PROOF = "server:cdcwatch_capture_idle_proof:bool"
 
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
@@ -175,13 +174,13 @@ def _capture_without_postgres(stages: frozenset[str]) -> str | None:
 # then the pipeline's: the worst stage.
 RECORDINGS = (
     # what shows a capture stage without events idle, one rule per stage it comes from: 1 proven, 0 not
-    Recording(_PROOF, """
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
         max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) <= bool 0
         """,
               _proof("slot", "the slot keeps up with the WAL position", {f"{_UNCONFIRMED}{{{SLOT}}}": "0x40"}, 1),
               pipeline=True, match=("server", "proof"), labels={"proof": "slot"},
               more=(_proof("slot", "the WAL the slot has not confirmed grows", {f"{_UNCONFIRMED}{{{SLOT}}}": "0+4096x40"}, 0),)),
-    Recording(_PROOF, """
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
         time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s, server!="", topic=~"__debezium-heartbeat.*"}) < bool %(freshness_idle_proof_seconds)s
         """,
               _proof("kafka_heartbeat", "a heartbeat committed a minute ago in Kafka",
@@ -191,14 +190,14 @@ RECORDINGS = (
                            {f"{_KAFKA_NEWEST}{{{_HEARTBEAT_PARTITION}}}": "0x40"}, 0),
                     Case("only change topics: no heartbeat to prove anything",
                          {f'{_KAFKA_NEWEST}{{{TOPIC},partition="0"}}': "0+60x40"}))),
-    Recording(_PROOF, """
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
         time() - max by (server) (cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds{%(spark)s, server!=""}) < bool %(freshness_idle_proof_seconds)s
         """,
               _proof("spark_heartbeat", "the apply job applied a heartbeat a minute ago", {f"{_HEARTBEAT}{{{_Q}}}": "0+60x19"}, 1),
               pipeline=True, match=("server", "proof"), labels={"proof": "spark_heartbeat"},
               more=(_proof("spark_heartbeat", "the newest heartbeat applied 20 minutes ago", {f"{_HEARTBEAT}{{{_Q}}}": "0x40"}, 0),)),
     # capture
-    Recording(CODE, """
+    Recording("server_stage:cdcwatch_freshness:code", """
         (
           (
             max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
@@ -249,7 +248,7 @@ RECORDINGS = (
               more=(Case("a heartbeat topic's offsets only: no change consumed",
                          {f'{_COMMITTED}{{{_HEARTBEAT_PARTITION},group="apply"}}': "0+60x40",
                           f'{_GROUP_LAG}{{{_HEARTBEAT_TOPIC},group="apply"}}': "5x40"}),)),
-    Recording(CODE, """
+    Recording("server_stage:cdcwatch_freshness:code", """
         (
           sum by (server) (cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}) > 0
           unless on (server)
@@ -294,7 +293,7 @@ RECORDINGS = (
               pipeline=True,
               more=(Case("a Spark query before its first event: its series have no server",
                          {f'{_NEWEST}{{{SPARK},server=""}}': "0x40"}),)),
-    Recording(CODE, """
+    Recording("server_stage:cdcwatch_freshness:code", """
         (
           server:cdcwatch_spark_newest_applied_age_seconds:min >= %(freshness_idle_proof_seconds)s
           unless on (server)
@@ -328,7 +327,7 @@ RECORDINGS = (
               pipeline=True, match=("server", "stage"), labels={"stage": "apply"},
               more=(Case("a Spark query before its first event: no state", {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),)),
     # the pipeline: each stage's state and the worst of them, as a state set
-    Recording(STATE, """
+    Recording("cdcwatch:freshness_state", """
         label_replace((
             server_stage:cdcwatch_freshness:code
           or
