@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import textwrap
 import urllib.parse
 from pathlib import Path
@@ -21,7 +22,7 @@ from cdcwatch.mixin.config import exact
 from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
 from cdcwatch.mixin.inhibit import inhibit_rules
 from cdcwatch.mixin.rules import HEALTHY_TEST, expression, metrics_in, rule_groups
-from cdcwatch.mixin.stages import stages_of
+from cdcwatch.mixin.stages import STAGES, stages_of
 from cdcwatch.mixin.templates import render_annotation
 from cdcwatch.reference import DOCS_PAGES, metric_types
 from devstack.scenarios import SCENARIOS
@@ -337,18 +338,16 @@ def test_rules_select_metrics_by_labels_they_carry() -> None:
                     assert labels <= exported[name], (rule.get("alert") or rule.get("record"), name, labels - exported[name])
 
 
-LITERAL_SHAPES = {**SHAPES, "no PostgreSQL": {"postgres": False}, "no MySQL": {"mysql": False},
-                  "Debezium alone": {s: False for s in ("connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark",
-                                                        "reconcile")},
+LITERAL_SHAPES = {"everything": {}, **{f"no {stage}": {stage: False} for stage in STAGES},
+                  "Debezium alone": {stage: stage == "debezium" for stage in STAGES},
                   "neither Debezium nor Connect REST": {"debezium": False, "connect_rest": False}}
-"""Every shape an expression has a literal block for."""
+"""Every stage left out once, and the shapes where a rule falls back to its last literal block (a capture stage
+without any idle proof, cdcwatch's targets down without the Connect and Debezium collectors)."""
 
 
 def _area_files() -> dict[str, Path]:
     """Rule group → the module it is written in (cdcwatch/mixin/alerts/<area>.py)."""
-    import sys
-
-    return {group.name: Path(next(m.__file__ for m in sys.modules.values() if getattr(m, "GROUP", None) is group))
+    return {group.name: Path(next(m.__file__ for m in list(sys.modules.values()) if getattr(m, "GROUP", None) is group))
             for group in GROUPS}
 
 
