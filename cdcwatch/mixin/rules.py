@@ -105,7 +105,8 @@ def rule_groups(config: MixinConfig) -> dict[str, Any]:
     stages = config.stages.enabled()
     return {"groups": [
         {"name": group.name, "rules": [
-            *({"record": r.record, "expr": expression(r.expr_for(stages), config)} for r in group.recordings),
+            *({"record": r.record, "expr": expression(r.expr_for(stages), config),
+               **({"labels": dict(r.labels)} if r.labels else {})} for r in group.recordings),
             *({"alert": a.name, "expr": expression(a.expr_for(stages), config), "for": a.for_(config),
                "labels": {"severity": a.severity}, "annotations": alert_annotations(a, config)} for a in group.alerts)]}
         for group in deployed_groups(config)]}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
+import textwrap
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -15,12 +17,12 @@ import yaml
 
 from cdcwatch.cli import main
 from cdcwatch.mixin import RULES_FILE, RULES_TEST_FILE, MixinConfig, load_mixin_config, render_files
-from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
+from cdcwatch.mixin.alerts import ALERTS, GROUPS, RECORDING_RULES
 from cdcwatch.mixin.config import exact
 from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
 from cdcwatch.mixin.inhibit import inhibit_rules
 from cdcwatch.mixin.rules import HEALTHY_TEST, expression, metrics_in, rule_groups
-from cdcwatch.mixin.stages import stages_of
+from cdcwatch.mixin.stages import STAGES, stages_of
 from cdcwatch.mixin.templates import render_annotation
 from cdcwatch.reference import DOCS_PAGES, metric_types
 from devstack.scenarios import SCENARIOS
@@ -124,7 +126,9 @@ def test_the_monitor_itself_is_never_critical() -> None:
 def _read(expr: str, within: frozenset[str] = frozenset()) -> set[str]:
     """The metrics an expression reads, recording rules replaced by what they read (a rule that reads its own
     previous value, to remember it, adds nothing)."""
-    recorded = {r.record: r.expr for r in RECORDING_RULES}
+    recorded: dict[str, str] = {}
+    for r in RECORDING_RULES:  # a name some rules record together (one per stage) reads what they all read
+        recorded[r.record] = f"{recorded[r.record]}\nor\n{r.expr}" if r.record in recorded else r.expr
     names: set[str] = set()
     for name in metrics_in(expr) - within:
         names |= _read(recorded[name], within | {name}) if name in recorded else {name}
@@ -226,7 +230,12 @@ def _shape(name: str) -> MixinConfig:
 
 
 def _rule_exprs(config: MixinConfig) -> dict[str, str]:
-    return {r.get("alert") or r["record"]: r["expr"] for g in rule_groups(config)["groups"] for r in g["rules"]}
+    """Rule name → expression; the rules recording one name together (one per stage), joined."""
+    exprs: dict[str, str] = {}
+    for rule in (r for g in rule_groups(config)["groups"] for r in g["rules"]):
+        name = rule.get("alert") or rule["record"]
+        exprs[name] = f"{exprs[name]}\nor\n{rule['expr']}" if name in exprs else rule["expr"]
+    return exprs
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -327,3 +336,35 @@ def test_rules_select_metrics_by_labels_they_carry() -> None:
                 labels = set(re.findall(r"(\w+)\s*(?:=~|!~|!=|=)\s*\"", matchers))
                 if name in exported:
                     assert labels <= exported[name], (rule.get("alert") or rule.get("record"), name, labels - exported[name])
+
+
+LITERAL_SHAPES = {"everything": {}, **{f"no {stage}": {stage: False} for stage in STAGES},
+                  "Debezium alone": {stage: stage == "debezium" for stage in STAGES},
+                  "neither Debezium nor Connect REST": {"debezium": False, "connect_rest": False}}
+"""Every stage left out once, and the shapes where a rule falls back to its last literal block (a capture stage
+without any idle proof, cdcwatch's targets down without the Connect and Debezium collectors)."""
+
+
+def _area_files() -> dict[str, Path]:
+    """Rule group → the module it is written in (cdcwatch/mixin/alerts/<area>.py)."""
+    return {group.name: Path(next(m.__file__ for m in list(sys.modules.values()) if getattr(m, "GROUP", None) is group))
+            for group in GROUPS}
+
+
+@pytest.mark.parametrize("config", [*LITERAL_SHAPES, "mixin-valid.yaml"])
+def test_every_rule_expression_is_one_literal_block_of_its_area_file(config: str) -> None:
+    """Grepping a rule's name finds its whole expression: each rule the generator writes (for each deployment shape,
+    and for other selectors and thresholds) is, its placeholders filled, verbatim in its area's module (at the
+    indentation of the code around it)."""
+    mixin = (load_mixin_config(CONFFILES / config) if config.endswith(".yaml")
+             else MixinConfig.model_validate({"stages": LITERAL_SHAPES[config]}))
+    values = mixin.placeholders()
+    areas = _area_files()
+    for group in rule_groups(mixin)["groups"]:
+        source = areas[group["name"]].read_text(encoding="utf-8")
+        filled = re.sub(r"%\((\w+)\)s", lambda m: values.get(m[1], m[0]), source)
+        for rule in group["rules"]:
+            name = rule.get("alert") or rule["record"]
+            assert f'"{name}"' in source, f"{name} is not named in {areas[group['name']].name}"
+            assert any(textwrap.indent(rule["expr"], " " * n) in filled for n in range(0, 41, 2)), (
+                f"{name}: its expression is not written in {areas[group['name']].name} as the rule file has it")

@@ -1,6 +1,8 @@
 """Kafka Connect workers: connectors and tasks that failed, stopped or keep restarting, records skipped or lost
 on the way to the dead letter queue, and two connectors sharing one server name."""
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from cdcwatch.mixin.alerts.examples import CONNECT, EXPORTER
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
 
@@ -18,21 +20,14 @@ _WORKER = f'{EXPORTER},collector="connect",target="connect"'
 _WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
 
 
-def _worker_down(stages: frozenset[str]) -> str:
-    """The worker's REST API (with its JMX, collected together) when cdcwatch reads it; else its JMX alone. What
-    failed (refused, timeout, ...) comes along as the `failure` label."""
-    collector = "connect" if "connect_rest" in stages else "debezium" if "debezium" in stages else ""
-    if not collector:
-        return ""
-    return (f'(min by (job, instance, target) (cdcwatch_up{{%(cdcwatch)s, collector="{collector}"}}) == 0)\n'
-            f'* on (job, instance, target) group_left (failure)\n'
-            f'max by (job, instance, target, failure) (cdcwatch_target_failure_info{{%(cdcwatch)s, collector="{collector}"}})')
-
-
 ALERTS = (
     Alert(
         "CdcConnectWorkerDown",
-        _worker_down(frozenset({"connect_rest"})),
+        """
+        (min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"}) == 0)
+        * on (job, instance, target) group_left (failure)
+        max by (job, instance, target, failure) (cdcwatch_target_failure_info{%(cdcwatch)s, collector="connect"})
+        """,
         "critical", "critical",
         "Kafka Connect worker {{ $labels.target }} does not answer",
         "cdcwatch has not reached {{ $labels.target }} for %(for)s ({{ $labels.failure }}): the "
@@ -47,7 +42,12 @@ ALERTS = (
                    {f"cdcwatch_up{{{_WORKER}}}": "0 1x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "0 1x40",
                     f'cdcwatch_target_failure_info{{{_WORKER},failure="timeout"}}': "1 _x40"}),
         since="5m",
-        shaped=_worker_down,
+        # without the REST API, the worker's JMX alone (collected by the debezium collector)
+        shaped=lambda stages: None if "connect_rest" in stages else "" if "debezium" not in stages else """
+        (min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="debezium"}) == 0)
+        * on (job, instance, target) group_left (failure)
+        max by (job, instance, target, failure) (cdcwatch_target_failure_info{%(cdcwatch)s, collector="debezium"})
+        """,
     ),
     Alert(
         "CdcConnectTaskFailed",
@@ -73,8 +73,10 @@ ALERTS = (
     ),
     Alert(
         "CdcConnectTaskNotRunning",
-        'cdcwatch_connect_task_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1\n'
-        'or cdcwatch_connect_connector_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1',
+        """
+        cdcwatch_connect_task_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
+        or cdcwatch_connect_connector_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
+        """,
         "critical", "warning",
         "Kafka Connect {{ $labels.connector }} is {{ $labels.state }}",
         "{{ $labels.connector }} (server {{ $labels.server }}) has been {{ $labels.state }} for %(for)s: "
@@ -101,8 +103,7 @@ ALERTS = (
     ),
     Alert(
         "CdcConnectDlqProduceFailures",
-        "sum by (job, instance, target, connector, task) "
-        "(increase(cdcwatch_connect_task_dlq_produce_failures_total{%(cdcwatch)s}[10m])) > 0",
+        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_failures_total{%(cdcwatch)s}[10m])) > 0",
         "critical", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} cannot write its dead letter queue",
         "Task {{ $labels.task }} of {{ $labels.connector }} failed to write records to its dead letter queue in the "
@@ -114,8 +115,7 @@ ALERTS = (
     ),
     Alert(
         "CdcConnectTaskRestarting",
-        "sum by (job, instance, target, connector, server, task) "
-        "(increase(cdcwatch_connect_task_restarts_total{%(cdcwatch)s}[30m])) > %(connect_task_restarts)s",
+        "sum by (job, instance, target, connector, server, task) (increase(cdcwatch_connect_task_restarts_total{%(cdcwatch)s}[30m])) > %(connect_task_restarts)s",
         "warning", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} keeps restarting",
         "Task {{ $labels.task }} of {{ $labels.connector }} (server {{ $labels.server }}) restarted "

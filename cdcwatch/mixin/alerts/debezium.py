@@ -4,6 +4,8 @@ Debezium registers its streaming bean with Connected=false and no events while t
 runs, and its queue is full by design then: those rules stand down while `snapshot_running` is 1.
 """
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from dataclasses import replace
 
 from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ, JVM, SLOT, SOURCE
@@ -11,7 +13,6 @@ from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, Shaped, l
 
 __all__ = ["GROUP"]
 
-_KEY = "job, instance, target, plugin, server"
 _STREAMING = f'{DBZ},context="streaming"'
 _SNAPSHOT = f'{DBZ},context="snapshot"'
 _LAG = "cdcwatch_debezium_lag_behind_source_seconds"
@@ -27,14 +28,14 @@ def _snapshot(state: str) -> dict[str, str]:
 
 RECORDINGS = (
     Recording("server:cdcwatch_debezium_lag_behind_source_seconds:max",
-              f'max by ({_KEY}) ({_LAG}{{%(cdcwatch)s, context="streaming"}})',
+              'max by (job, instance, target, plugin, server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, context="streaming"})',
               Case("the larger of two tasks", {f'{_LAG}{{{_STREAMING},task="0"}}': "120x40",
                                                f'{_LAG}{{{_STREAMING},task="1"}}': "30x40"}, labels=labels_of(DBZ), value=120)),
     Recording("server:cdcwatch_debezium_events_seen:rate5m",
-              f'sum by ({_KEY}) (rate({_EVENTS}{{%(cdcwatch)s, context="streaming"}}[5m]))',
+              'sum by (job, instance, target, plugin, server) (rate(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, context="streaming"}[5m]))',
               Case("60 events a minute", {f"{_EVENTS}{{{_STREAMING}}}": "0+60x40"}, labels=labels_of(DBZ), value=1)),
     Recording("server:cdcwatch_debezium_snapshot_running:max",
-              f'max by ({_KEY}) ({_STATE}{{%(cdcwatch)s, state=~"running|paused"}})',
+              'max by (job, instance, target, plugin, server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, state=~"running|paused"})',
               Case("paused counts as running", {f'{_STATE}{{{_SNAPSHOT},state="paused"}}': "1x40",
                                                 f'{_STATE}{{{_SNAPSHOT},state="running"}}': "0x40"},
                    labels=labels_of(DBZ), value=1)),
@@ -44,26 +45,22 @@ RECORDINGS = (
 # `database.table`) against the source's own row estimate of that table (cdcwatch_postgres_table_rows_estimate or
 # cdcwatch_mysql_table_rows_estimate, same `table` and `server`). The estimate's `target` is the database, not the
 # connector's JVM: it joins on (job, instance, server, table) and the results keep the connector's labels.
-_TABLE = "job, instance, target, plugin, server, table"
-_JOIN = "job, instance, server, table"
-_SOURCE_JOIN = "job, instance, server"
 _ROWS_ESTIMATE = "cdcwatch_postgres_table_rows_estimate"
 _MYSQL_ROWS_ESTIMATE = "cdcwatch_mysql_table_rows_estimate"
 _ROWS_SCANNED = "cdcwatch_debezium_snapshot_rows_scanned_total"
-_ESTIMATES = (("postgres", f"{_ROWS_ESTIMATE}{{%(cdcwatch)s}}"), ("mysql", f"{_MYSQL_ROWS_ESTIMATE}{{%(cdcwatch)s}}"))
-_ESTIMATE = f"max by ({_JOIN}) ({' or '.join(e for _, e in _ESTIMATES)})"
+_ESTIMATES = (("postgres", _ROWS_ESTIMATE), ("mysql", _MYSQL_ROWS_ESTIMATE))
 
 
-def _by_estimate(expr: str) -> Shaped:
-    """`expr` with the row estimates of the deployment's source databases; none without either."""
-    def shaped(stages: frozenset[str]) -> str:
-        estimates = [e for stage, e in _ESTIMATES if stage in stages]
-        return expr.replace(_ESTIMATE, f"max by ({_JOIN}) ({' or '.join(estimates)})") if estimates else ""
+def _by_estimate(postgres: str, mysql: str) -> Shaped:
+    """A rule reading the row estimates of both source databases (its `expr`): a deployment with one of them reads
+    that one's alone (these blocks), one with neither gets no rule."""
+    def shaped(stages: frozenset[str]) -> str | None:
+        if {"postgres", "mysql"} <= stages:
+            return None
+        return postgres if "postgres" in stages else mysql if "mysql" in stages else ""
     return shaped
-_SCANNED = f'max by ({_TABLE}) ({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}})'
-_SCAN_RATE = "table:cdcwatch_debezium_snapshot_rows_scanned:rate5m"
-_ROWS_LEFT = "table:cdcwatch_debezium_snapshot_rows_remaining:estimate"
-_CONNECTOR_RATE = "server:cdcwatch_debezium_snapshot_rows_scanned:rate5m"
+
+
 _ORDERS = f'{DBZ},context="snapshot",table="public.orders"'
 _ORDERS_LABELS = labels_of(DBZ, 'table="public.orders"')
 _ORDERS_ESTIMATE = f'{_ROWS_ESTIMATE}{{{SOURCE},database="inventory",table="public.orders",server="inventory"}}'
@@ -80,25 +77,72 @@ _EMPTY = {_ORDERS_ESTIMATE: "0x40", f"{_ROWS_SCANNED}{{{_ORDERS}}}": "0x40"}
 """A table the source estimates empty (never analyzed, or analyzed empty): no ratio, no ETA."""
 
 SNAPSHOT_PROGRESS = (
-    Recording(_SCAN_RATE, f'sum by ({_TABLE}) (rate({_ROWS_SCANNED}{{%(cdcwatch)s, context="snapshot"}}[5m]))',
+    Recording("table:cdcwatch_debezium_snapshot_rows_scanned:rate5m",
+              'sum by (job, instance, target, plugin, server, table) (rate(cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}[5m]))',
               Case("6,000 rows a minute", _SCANNING, labels=_ORDERS_LABELS, value=100)),
     # scanned / estimate, at most 1: a table that grew since its last ANALYZE scans past its estimate
     Recording("table:cdcwatch_debezium_snapshot_progress:ratio",
-              f"clamp_max(\n  {_SCANNED}\n  / on ({_JOIN}) group_left ()\n  ({_ESTIMATE} > 0),\n1)",
+              """
+              clamp_max(
+                max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"})
+                / on (job, instance, server, table) group_left ()
+                (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) > 0),
+              1)
+              """,
               Case("a quarter through", _SCANNING, labels=_ORDERS_LABELS, value=0.25),
               more=(Case("a quarter through, by the MySQL estimate", _MYSQL_SCANNING, labels=_ITEMS_LABELS, value=0.25),
                     Case("a table estimated empty: no ratio", _EMPTY),
-                    Case("no estimate of the table: no ratio", {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}))),
+                    Case("no estimate of the table: no ratio", {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"})),
+              shaped=_by_estimate(
+                  postgres="""
+                  clamp_max(
+                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"})
+                    / on (job, instance, server, table) group_left ()
+                    (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s}) > 0),
+                  1)
+                  """,
+                  mysql="""
+                  clamp_max(
+                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"})
+                    / on (job, instance, server, table) group_left ()
+                    (max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) > 0),
+                  1)
+                  """)),
     # an estimate: rows the source's estimate says are left to scan (0 once the table is done)
-    Recording(_ROWS_LEFT,
-              f"clamp_min(\n  {_ESTIMATE}\n  - on ({_JOIN}) group_right ()\n  {_SCANNED},\n0)",
+    Recording("table:cdcwatch_debezium_snapshot_rows_remaining:estimate",
+              """
+              clamp_min(
+                max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})
+                - on (job, instance, server, table) group_right ()
+                max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}),
+              0)
+              """,
               Case("360,000 rows left", _SCANNING, labels=_ORDERS_LABELS, value=360000),
               more=(Case("72,000 rows left, by the MySQL estimate", _MYSQL_SCANNING, labels=_ITEMS_LABELS, value=72000),
                     Case("no estimate of the table: nothing left to say",
-                         {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}))),
+                         {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"})),
+              shaped=_by_estimate(
+                  postgres="""
+                  clamp_min(
+                    max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s})
+                    - on (job, instance, server, table) group_right ()
+                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}),
+                  0)
+                  """,
+                  mysql="""
+                  clamp_min(
+                    max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})
+                    - on (job, instance, server, table) group_right ()
+                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}),
+                  0)
+                  """)),
     # an estimate: those rows at the table's scan rate of the last 5 minutes
     Recording("table:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
-              f"{_ROWS_LEFT}\n/ on ({_TABLE})\n  ({_SCAN_RATE} > 0)",
+              """
+              table:cdcwatch_debezium_snapshot_rows_remaining:estimate
+              / on (job, instance, target, plugin, server, table)
+                (table:cdcwatch_debezium_snapshot_rows_scanned:rate5m > 0)
+              """,
               Case("360,000 rows left at 100 a second", _SCANNING, labels=_ORDERS_LABELS, value=3600),
               more=(Case("72,000 rows left at 20 a second, by the MySQL estimate", _MYSQL_SCANNING,
                          labels=_ITEMS_LABELS, value=3600),
@@ -107,36 +151,71 @@ SNAPSHOT_PROGRESS = (
     # Debezium 3.6 counts chunks (TableChunkCounts) for a chunked initial snapshot (snapshot.max.threads.multiplier),
     # not for an incremental one, whose beans name only the chunk in progress
     Recording("table:cdcwatch_debezium_snapshot_chunks_progress:ratio",
-              f"max by ({_TABLE}) (cdcwatch_debezium_incremental_snapshot_table_chunks_completed{{%(cdcwatch)s}})\n"
-              f"/ on ({_TABLE})\n  (max by ({_TABLE}) (cdcwatch_debezium_incremental_snapshot_table_chunks{{%(cdcwatch)s}}) > 0)",
+              """
+              max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_incremental_snapshot_table_chunks_completed{%(cdcwatch)s})
+              / on (job, instance, target, plugin, server, table)
+                (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_incremental_snapshot_table_chunks{%(cdcwatch)s}) > 0)
+              """,
               Case("10 of 40 chunks", {f"cdcwatch_debezium_incremental_snapshot_table_chunks{{{_ORDERS}}}": "40x40",
                                        f"cdcwatch_debezium_incremental_snapshot_table_chunks_completed{{{_ORDERS}}}": "10x40"},
                    labels=_ORDERS_LABELS, value=0.25)),
     Recording("server:cdcwatch_debezium_snapshot_progress:ratio",
-              f"clamp_max(\n  sum by ({_KEY}) ({_SCANNED})\n  / on ({_SOURCE_JOIN}) group_left ()\n"
-              f"  (sum by ({_SOURCE_JOIN}) ({_ESTIMATE}) > 0),\n1)",
+              """
+              clamp_max(
+                sum by (job, instance, target, plugin, server) (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}))
+                / on (job, instance, server) group_left ()
+                (sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})) > 0),
+              1)
+              """,
               Case("120,000 of an estimated 600,000 rows", {**_SCANNING, _CUSTOMERS_ESTIMATE: "120000x40"},
                    labels=labels_of(DBZ), value=0.2),
               more=(Case("24,000 of an estimated 120,000 rows, by the MySQL estimates", {
                   **_MYSQL_SCANNING,
                   f'{_MYSQL_ROWS_ESTIMATE}{{{BINLOG_SOURCE},database="shop",table="shop.tags"}}': "24000x40"},
-                  labels=labels_of(_MYSQL), value=0.2),)),
+                  labels=labels_of(_MYSQL), value=0.2),),
+              shaped=_by_estimate(
+                  postgres="""
+                  clamp_max(
+                    sum by (job, instance, target, plugin, server) (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}))
+                    / on (job, instance, server) group_left ()
+                    (sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s})) > 0),
+                  1)
+                  """,
+                  mysql="""
+                  clamp_max(
+                    sum by (job, instance, target, plugin, server) (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}))
+                    / on (job, instance, server) group_left ()
+                    (sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})) > 0),
+                  1)
+                  """)),
     Recording("server:cdcwatch_debezium_snapshot_tables_progress:ratio",
-              f"1 - max by ({_KEY}) (cdcwatch_debezium_snapshot_remaining_tables{{%(cdcwatch)s}})\n"
-              f"/ on ({_KEY})\n  (max by ({_KEY}) (cdcwatch_debezium_snapshot_tables{{%(cdcwatch)s}}) > 0)",
+              """
+              1 - max by (job, instance, target, plugin, server) (cdcwatch_debezium_snapshot_remaining_tables{%(cdcwatch)s})
+              / on (job, instance, target, plugin, server)
+                (max by (job, instance, target, plugin, server) (cdcwatch_debezium_snapshot_tables{%(cdcwatch)s}) > 0)
+              """,
               Case("1 of 4 tables copied", {f'cdcwatch_debezium_snapshot_remaining_tables{{{_SNAPSHOT}}}': "3x40",
                                             f'cdcwatch_debezium_snapshot_tables{{{_SNAPSHOT}}}': "4x40"},
                    labels=labels_of(DBZ), value=0.25)),
-    Recording(_CONNECTOR_RATE, f"sum by ({_KEY}) ({_SCAN_RATE})",
+    Recording("server:cdcwatch_debezium_snapshot_rows_scanned:rate5m",
+              "sum by (job, instance, target, plugin, server) (table:cdcwatch_debezium_snapshot_rows_scanned:rate5m)",
               Case("one table at 100 rows a second", _SCANNING, labels=labels_of(DBZ), value=100)),
     # an estimate, while the connector's snapshot runs: the rows left of the tables it scanned, plus every captured
     # table it has not started (counted whole), at the connector's rate of the last 5 minutes
     Recording("server:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
-              f"(\n  sum by ({_SOURCE_JOIN}) ({_ROWS_LEFT})\n"
-              f"  + on ({_SOURCE_JOIN})\n  sum by ({_SOURCE_JOIN}) ({_ESTIMATE} unless on ({_JOIN}) {_ROWS_SCANNED}{{%(cdcwatch)s}})\n"
-              f"  or\n  sum by ({_SOURCE_JOIN}) ({_ROWS_LEFT})\n)\n"
-              f"/ on ({_SOURCE_JOIN}) group_right ()\n  ({_CONNECTOR_RATE} > 0)\n"
-              f"and on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)",
+              """
+              (
+                sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
+                + on (job, instance, server)
+                sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
+                or
+                sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
+              )
+              / on (job, instance, server) group_right ()
+                (server:cdcwatch_debezium_snapshot_rows_scanned:rate5m > 0)
+              and on (job, instance, target, plugin, server)
+                (server:cdcwatch_debezium_snapshot_running:max == 1)
+              """,
               Case("360,000 rows left of orders and 60,000 of customers, not started, at 100 a second",
                    {**_SCANNING, _CUSTOMERS_ESTIMATE: "60000x40", **_snapshot("running")},
                    labels=labels_of(DBZ), value=4200),
@@ -146,27 +225,56 @@ SNAPSHOT_PROGRESS = (
                   **{f'{_STATE}{{{_MYSQL},context="snapshot",state="{s}"}}': "1x200" if s == "running" else "0x200"
                      for s in ("running", "completed")}},
                   labels=labels_of(_MYSQL), value=4200),
-                    Case("the snapshot is done: no ETA", {**_SCANNING, **_snapshot("completed")}))),
+                    Case("the snapshot is done: no ETA", {**_SCANNING, **_snapshot("completed")})),
+              shaped=_by_estimate(
+                  postgres="""
+                  (
+                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
+                    + on (job, instance, server)
+                    sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s}) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
+                    or
+                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
+                  )
+                  / on (job, instance, server) group_right ()
+                    (server:cdcwatch_debezium_snapshot_rows_scanned:rate5m > 0)
+                  and on (job, instance, target, plugin, server)
+                    (server:cdcwatch_debezium_snapshot_running:max == 1)
+                  """,
+                  mysql="""
+                  (
+                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
+                    + on (job, instance, server)
+                    sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
+                    or
+                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
+                  )
+                  / on (job, instance, server) group_right ()
+                    (server:cdcwatch_debezium_snapshot_rows_scanned:rate5m > 0)
+                  and on (job, instance, target, plugin, server)
+                    (server:cdcwatch_debezium_snapshot_running:max == 1)
+                  """)),
 )
-
 
 
 def _by_source(case: Case) -> Case:
     """A snapshot case tested only in deployments with the source database whose estimate it feeds."""
-    fed = {stage for stage, estimate in _ESTIMATES if any(s.startswith(estimate.split("{")[0] + "{") for s in case.series)}
+    fed = {stage for stage, estimate in _ESTIMATES if any(s.startswith(estimate + "{") for s in case.series)}
     return replace(case, needs=frozenset(fed))
 
 
 SNAPSHOT_PROGRESS_BY_SOURCE: tuple[Recording, ...] = tuple(
-    replace(r, shaped=_by_estimate(r.expr), example=_by_source(r.example), more=tuple(map(_by_source, r.more)))
-    if _ESTIMATE in r.expr else r for r in SNAPSHOT_PROGRESS)
+    replace(r, example=_by_source(r.example), more=tuple(map(_by_source, r.more))) if r.shaped else r
+    for r in SNAPSHOT_PROGRESS)
 
-_NOT_SNAPSHOTTING = f"unless on ({_KEY})\n  (server:cdcwatch_debezium_snapshot_running:max == 1)"
 
 ALERTS = (
     Alert(
         "CdcDebeziumConnectorDisconnected",
-        f'cdcwatch_debezium_connected{{%(cdcwatch)s, context="streaming"}} == 0\n{_NOT_SNAPSHOTTING}',
+        """
+        cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming"} == 0
+        unless on (job, instance, target, plugin, server)
+          (server:cdcwatch_debezium_snapshot_running:max == 1)
+        """,
         "critical", "critical",
         "Debezium connector {{ $labels.server }} is disconnected from its database",
         "The {{ $labels.plugin }} connector {{ $labels.server }} on {{ $labels.target }} has not been connected "
@@ -180,8 +288,11 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumSourceLagHigh",
-        "server:cdcwatch_debezium_lag_behind_source_seconds:max > %(debezium_lag_seconds)s\n"
-        f"and on ({_KEY})\n  server:cdcwatch_debezium_events_seen:rate5m > 0",
+        """
+        server:cdcwatch_debezium_lag_behind_source_seconds:max > %(debezium_lag_seconds)s
+        and on (job, instance, target, plugin, server)
+          server:cdcwatch_debezium_events_seen:rate5m > 0
+        """,
         "warning", "warning",
         "Debezium connector {{ $labels.server }} lags behind its source",
         "The connector {{ $labels.server }} on {{ $labels.target }} processes changes "
@@ -196,10 +307,13 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumNoEventsWhileSourceBusy",
-        "server:cdcwatch_debezium_events_seen:rate5m == 0\n"
-        "and on (server)\n"
-        "  max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s}[10m])) > 0\n"
-        f"{_NOT_SNAPSHOTTING}",
+        """
+        server:cdcwatch_debezium_events_seen:rate5m == 0
+        and on (server)
+          max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s}[10m])) > 0
+        unless on (job, instance, target, plugin, server)
+          (server:cdcwatch_debezium_snapshot_running:max == 1)
+        """,
         "critical", "warning",
         "Debezium connector {{ $labels.server }} emits nothing while its source writes",
         "The connector {{ $labels.server }} has seen no change for %(for)s while the WAL its replication slot has "
@@ -223,9 +337,13 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumQueueSaturated",
-        'cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, context="streaming"}\n'
-        '  / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, context="streaming"}\n'
-        f"< %(debezium_queue_free_ratio)s\n{_NOT_SNAPSHOTTING}",
+        """
+        cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, context="streaming"}
+          / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, context="streaming"}
+        < %(debezium_queue_free_ratio)s
+        unless on (job, instance, target, plugin, server)
+          (server:cdcwatch_debezium_snapshot_running:max == 1)
+        """,
         "warning", "warning",
         "Debezium connector {{ $labels.server }}: its change queue is nearly full",
         "Only {{ $value | humanizePercentage }} of the queue between the reader of {{ $labels.server }} and Kafka "
@@ -243,7 +361,7 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumSnapshotAborted",
-        f'{_STATE}{{%(cdcwatch)s, state="aborted"}} == 1',
+        'cdcwatch_debezium_snapshot_state{%(cdcwatch)s, state="aborted"} == 1',
         "critical", "instant",
         "Debezium connector {{ $labels.server }}: its snapshot was aborted",
         "The snapshot of {{ $labels.server }} on {{ $labels.target }} was aborted; the target misses the rows "
@@ -254,8 +372,11 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumSnapshotTooLong",
-        "cdcwatch_debezium_snapshot_duration_seconds{%(cdcwatch)s} > %(snapshot_max_seconds)s\n"
-        f'and on ({_KEY})\n  {_STATE}{{%(cdcwatch)s, state="running"}} == 1',
+        """
+        cdcwatch_debezium_snapshot_duration_seconds{%(cdcwatch)s} > %(snapshot_max_seconds)s
+        and on (job, instance, target, plugin, server)
+          cdcwatch_debezium_snapshot_state{%(cdcwatch)s, state="running"} == 1
+        """,
         "warning", "warning",
         "Debezium connector {{ $labels.server }}: the snapshot runs too long",
         "The snapshot of {{ $labels.server }} has run for {{ $value | humanizeDuration }} "
@@ -269,7 +390,7 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumSchemaHistoryNotRunning",
-        f'max by ({_KEY}) (cdcwatch_debezium_schema_history_state{{%(cdcwatch)s, state=~"stopped|recovering"}}) == 1',
+        'max by (job, instance, target, plugin, server) (cdcwatch_debezium_schema_history_state{%(cdcwatch)s, state=~"stopped|recovering"}) == 1',
         "critical", "critical",
         "Debezium connector {{ $labels.server }}: schema history is not running",
         "The schema history of {{ $labels.server }} has not been RUNNING for %(for)s: the connector cannot read "
@@ -280,7 +401,7 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumErroneousEvents",
-        f"sum by ({_KEY}) (increase(cdcwatch_debezium_erroneous_events_total{{%(cdcwatch)s}}[10m])) > 0",
+        "sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_erroneous_events_total{%(cdcwatch)s}[10m])) > 0",
         "warning", "instant",
         "Debezium connector {{ $labels.server }} hits erroneous events",
         "The connector {{ $labels.server }} on {{ $labels.target }} counted events it could not process in the "
@@ -292,9 +413,11 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumEventsDiscarded",
-        f"sum by ({_KEY}) (increase(cdcwatch_debezium_binlog_skipped_events_total{{%(cdcwatch)s}}[10m])) > 0\n"
-        f"or sum by ({_KEY}) (increase(cdcwatch_debezium_logminer_abandoned_transactions_total{{%(cdcwatch)s}}[10m])) > 0\n"
-        f"or sum by ({_KEY}) (increase(cdcwatch_debezium_logminer_oversized_transactions_total{{%(cdcwatch)s}}[10m])) > 0",
+        """
+        sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_binlog_skipped_events_total{%(cdcwatch)s}[10m])) > 0
+        or sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_logminer_abandoned_transactions_total{%(cdcwatch)s}[10m])) > 0
+        or sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_logminer_oversized_transactions_total{%(cdcwatch)s}[10m])) > 0
+        """,
         "critical", "instant",
         "Debezium connector {{ $labels.server }} discards changes",
         "The connector {{ $labels.server }} on {{ $labels.target }} skipped binlog events or abandoned or discarded "

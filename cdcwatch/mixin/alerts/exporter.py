@@ -23,7 +23,7 @@ ALERTS = (
         more=(Case("a Kafka Connect worker: CdcConnectWorkerDown pages instead",
                    {f'cdcwatch_up{{{EXPORTER},collector="connect",target="connect"}}': "0x40"},
                    needs=frozenset({"connect_rest"})),),
-        shaped=lambda stages: ('cdcwatch_up{%(cdcwatch)s, collector!="connect"} == 0' if "connect_rest" in stages
+        shaped=lambda stages: (None if "connect_rest" in stages
                                else 'cdcwatch_up{%(cdcwatch)s, collector!="debezium"} == 0' if "debezium" in stages
                                else "cdcwatch_up{%(cdcwatch)s} == 0"),
     ),
@@ -39,7 +39,7 @@ ALERTS = (
         quiet=Case("both answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "1x40"}),
         more=(Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
                    labels=labels_of(_DRIVER), needs=frozenset({"spark"})),),
-        shaped=lambda stages: "up{%(cdcwatch)s} == 0" + (" or up{%(spark)s} == 0" if "spark" in stages else ""),
+        shaped=lambda stages: None if "spark" in stages else "up{%(cdcwatch)s} == 0",
     ),
     Alert(
         "CdcwatchEndpointAbsent",
@@ -75,8 +75,10 @@ ALERTS = (
     ),
     Alert(
         "CdcwatchSeriesDropped",
-        "sum by (job, instance, target) (increase(cdcwatch_series_dropped_total{%(cdcwatch)s}[10m])) > 0\n"
-        "or sum by (job, instance, target) (increase(cdcwatch_kafka_series_dropped_total{%(cdcwatch)s}[10m])) > 0",
+        """
+        sum by (job, instance, target) (increase(cdcwatch_series_dropped_total{%(cdcwatch)s}[10m])) > 0
+        or sum by (job, instance, target) (increase(cdcwatch_kafka_series_dropped_total{%(cdcwatch)s}[10m])) > 0
+        """,
         "info", "instant",
         "cdcwatch drops series of {{ $labels.target }}",
         "{{ $labels.target }} exported more series than limits.max_series_per_target (or the Kafka collector's "

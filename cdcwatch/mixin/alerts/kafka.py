@@ -1,49 +1,28 @@
 """Kafka: consumer groups behind, stalled or rewound, groups that retention is about to overtake, and topics
 whose newest change is old."""
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from cdcwatch.mixin.alerts.examples import SPARK, TOPIC
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
 
-_KEY = "job, instance, target, group, topic, server"
 _PARTITION = f'{TOPIC},partition="0"'
 _NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
 _HEARTBEATS = (TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
                + ',partition="0"')
 _RUNWAY = "cdcwatch_kafka_consumergroup_topic_retention_runway_seconds"
 _USED = "cdcwatch_kafka_consumergroup_topic_retention_used_ratio"
-_MIN_RUNWAY = "group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min"
-_MAX_USED = "group_topic:cdcwatch_kafka_consumergroup_retention_used_ratio:max"
-_BEHIND = f"and\n  {_MAX_USED} > 0.5"
-"""The gate of the runway alerts: the group is past half of the topic's retention (behind by more than it has
-left); a group that keeps up never is, however short the retention."""
 
 
 _SPARK_HEARTBEAT = "cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds"
 _SPARK = f'{SPARK},server="inventory"'
 
 
-def _data_too_old(stages: frozenset[str]) -> str:
-    """The newest change or heartbeat in Kafka is old, and (with the apply job) none applied recently either."""
-    expr = f"time() - max by (job, instance, target, server) ({_NEWEST}{{%(cdcwatch)s}}) > %(kafka_data_age_seconds)s"
-    if "spark" in stages:
-        expr += (f"\nunless on (server)\n  time() - max by (server) ({_SPARK_HEARTBEAT}{{%(spark)s}}) "
-                 "< %(kafka_data_age_seconds)s")
-    return expr
-
-
 _STATUS = "cdcwatch_kafka_consumergroup_topic_status"
-_ABANDONED_NAME = "CdcKafkaConsumerGroupAbandoned"
-_ABANDONED = (f'min_over_time({_STATUS}{{%(cdcwatch)s, status="STOP"}}[%(abandoned)s]) == 1\n'
-              f'and\n  {_STATUS}{{%(cdcwatch)s, status="STOP"}} offset %(abandoned)s == 1')
-"""A group STOP at every sample of `durations.abandoned`, and already at its start."""
 _OTHER = TOPIC.replace('group="apply"', 'group="audit-export"').replace(
     'topic="inventory.public.items",server="inventory"', 'topic="audit",server=""')
-
-
-def _indent(expr: str) -> str:
-    return "".join(f"\n    {line}" for line in expr.splitlines())
 
 
 def _status(status: str, values: str, where: str = TOPIC) -> dict[str, str]:
@@ -55,12 +34,14 @@ def _retention(runway: str, used: str) -> dict[str, str]:
 
 RECORDINGS = (
     Recording("group_topic:cdcwatch_kafka_consumergroup_lag_seconds:max",
-              f"max by ({_KEY}) (cdcwatch_kafka_consumergroup_topic_lag_seconds{{%(cdcwatch)s}})",
+              "max by (job, instance, target, group, topic, server) (cdcwatch_kafka_consumergroup_topic_lag_seconds{%(cdcwatch)s})",
               Case("one topic", {f"cdcwatch_kafka_consumergroup_topic_lag_seconds{{{TOPIC}}}": "900x40"},
                    labels=labels_of(TOPIC), value=900)),
-    Recording(_MIN_RUNWAY, f"min by ({_KEY}) ({_RUNWAY}{{%(cdcwatch)s}})",
+    Recording("group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min",
+              "min by (job, instance, target, group, topic, server) (cdcwatch_kafka_consumergroup_topic_retention_runway_seconds{%(cdcwatch)s})",
               Case("one topic", {f"{_RUNWAY}{{{TOPIC}}}": "1800x40"}, labels=labels_of(TOPIC), value=1800)),
-    Recording(_MAX_USED, f"max by ({_KEY}) ({_USED}{{%(cdcwatch)s}})",
+    Recording("group_topic:cdcwatch_kafka_consumergroup_retention_used_ratio:max",
+              "max by (job, instance, target, group, topic, server) (cdcwatch_kafka_consumergroup_topic_retention_used_ratio{%(cdcwatch)s})",
               Case("one topic", {f"{_USED}{{{TOPIC}}}": "0.75x40"}, labels=labels_of(TOPIC), value=0.75)),
 )
 
@@ -78,9 +59,17 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaConsumerNotProgressing",
-        f'{_STATUS}{{%(cdcwatch)s, server!="", status="STALL"}} == 1\n'
-        f'or\n  {_STATUS}{{%(cdcwatch)s, server!="", status="STOP"}} == 1\n'
-        f"unless on ({_KEY})\n  ({_indent(_ABANDONED)}\n  )",
+        """
+        cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server!="", status="STALL"} == 1
+        or
+          cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server!="", status="STOP"} == 1
+        unless on (job, instance, target, group, topic, server)
+          (
+            min_over_time(cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"}[%(abandoned)s]) == 1
+            and
+              cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"} offset %(abandoned)s == 1
+          )
+        """,
         "critical", "critical",
         "Consumer group {{ $labels.group }} is {{ $labels.status }} on {{ $labels.topic }}",
         "Group {{ $labels.group }} on the change topic {{ $labels.topic }} of {{ $labels.server }}: STALL = members "
@@ -89,15 +78,22 @@ ALERTS = (
         quiet=Case("ok", _status("STALL", "0x40")),
         more=(Case("stopped for an hour", _status("STOP", "1x60"), at="60m", labels=labels_of(TOPIC, 'status="STOP"'),
                    value=1),
-              Case(f"stopped for longer than durations.abandoned: it warns instead ({_ABANDONED_NAME})",
+              Case("stopped for longer than durations.abandoned: it warns instead (CdcKafkaConsumerGroupAbandoned)",
                    _status("STOP", "1x400"), at="380m"),
               Case("a group that reads no change topic (no server): it warns instead (CdcKafkaOtherGroupNotProgressing)",
                    _status("STALL", "1x40", _OTHER))),
     ),
     Alert(
         "CdcKafkaOtherGroupNotProgressing",
-        f'{_STATUS}{{%(cdcwatch)s, server="", status=~"STALL|STOP"}} == 1\n'
-        f"unless on ({_KEY.replace(', server', '')})\n  ({_indent(_ABANDONED)}\n  )",
+        """
+        cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server="", status=~"STALL|STOP"} == 1
+        unless on (job, instance, target, group, topic)
+          (
+            min_over_time(cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"}[%(abandoned)s]) == 1
+            and
+              cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"} offset %(abandoned)s == 1
+          )
+        """,
         "warning", "warning",
         "Consumer group {{ $labels.group }} is {{ $labels.status }} on {{ $labels.topic }}",
         "Group {{ $labels.group }} reads {{ $labels.topic }}, which no CDC pipeline writes (no server), and has been "
@@ -108,9 +104,14 @@ ALERTS = (
         quiet=Case("ok", _status("STOP", "0x40", _OTHER)),
         more=(Case("a group on a change topic: it pages instead (CdcKafkaConsumerNotProgressing)", _status("STOP", "1x40")),),
     ),
+    # abandoned: a group STOP at every sample of `durations.abandoned`, and already at its start
     Alert(
-        _ABANDONED_NAME,
-        _ABANDONED,
+        "CdcKafkaConsumerGroupAbandoned",
+        """
+        min_over_time(cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"}[%(abandoned)s]) == 1
+        and
+          cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"} offset %(abandoned)s == 1
+        """,
         "warning", "instant",
         "Consumer group {{ $labels.group }} looks abandoned on {{ $labels.topic }}",
         "Group {{ $labels.group }} has had no member and no commit on {{ $labels.topic }} for %(abandoned)s: if nothing "
@@ -132,9 +133,15 @@ ALERTS = (
                    labels=labels_of(TOPIC, 'status="REWIND"'), value=1),
         quiet=Case("ok", {f'cdcwatch_kafka_consumergroup_topic_status{{{TOPIC},status="REWIND"}}': "0x40"}),
     ),
+    # the runway alerts are gated on a group past half of the topic's retention (behind by more than it has left); a
+    # group that keeps up never is, however short the retention
     Alert(
         "CdcKafkaRetentionRunwayShort",
-        f"{_MIN_RUNWAY} < %(kafka_retention_runway_warning_seconds)s\n{_BEHIND}",
+        """
+        group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min < %(kafka_retention_runway_warning_seconds)s
+        and
+          group_topic:cdcwatch_kafka_consumergroup_retention_used_ratio:max > 0.5
+        """,
         "warning", "warning",
         "Retention will soon delete what {{ $labels.group }} has not read of {{ $labels.topic }}",
         "In {{ $value | humanizeDuration }} (threshold %(kafka_retention_runway_warning_seconds)ss) retention.ms "
@@ -146,7 +153,11 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaRetentionRunwayCritical",
-        f"{_MIN_RUNWAY} < %(kafka_retention_runway_critical_seconds)s\n{_BEHIND}",
+        """
+        group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min < %(kafka_retention_runway_critical_seconds)s
+        and
+          group_topic:cdcwatch_kafka_consumergroup_retention_used_ratio:max > 0.5
+        """,
         "critical", "critical",
         "Retention is about to delete what {{ $labels.group }} has not read of {{ $labels.topic }}",
         "In {{ $value | humanizeDuration }} (threshold %(kafka_retention_runway_critical_seconds)ss) retention.ms "
@@ -160,7 +171,11 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaDataTooOld",
-        _data_too_old(frozenset({"spark"})),
+        """
+        time() - max by (job, instance, target, server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}) > %(kafka_data_age_seconds)s
+        unless on (server)
+          time() - max by (server) (cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds{%(spark)s}) < %(kafka_data_age_seconds)s
+        """,
         "warning", "warning",
         "The newest change of {{ $labels.server }} in Kafka is old",
         "The newest change any topic of {{ $labels.server }} holds was committed {{ $value | humanizeDuration }} ago "
@@ -174,7 +189,10 @@ ALERTS = (
                    {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0+60x100",
                     f"{_SPARK_HEARTBEAT}{{{_SPARK}}}": "0x100"}, at="80m"),
         since="61m", boundary_value=61 * 60 + 10 * 60,
-        shaped=_data_too_old,
+        # without the apply job, Kafka's own reading alone
+        shaped=lambda stages: None if "spark" in stages else """
+        time() - max by (job, instance, target, server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}) > %(kafka_data_age_seconds)s
+        """,
         more=(Case("an idle source whose heartbeat topic is not collected: the heartbeats Spark applied show it idle",
                    {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_SPARK_HEARTBEAT}{{{_SPARK}}}": "0+60x100"}, at="80m",
                    needs=frozenset({"spark"})),

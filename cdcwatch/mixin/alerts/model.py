@@ -1,14 +1,18 @@
 """Alerts and recording rules as data: PromQL templates plus the examples that prove them.
 
-Templates are plain PromQL and text with `%(name)s` placeholders (`MixinConfig.placeholders()`, and
-`%(for)s` for the alert's own `for`). Every alert carries the cases `promtool test rules` runs: where it
-fires (exact labels and value), where it stays quiet on the very metrics it reads, and any situation of
-the pipeline's life it must survive (a snapshot, an idle source, series that vanish).
+Each rule's expression is one literal PromQL block in its area's module, written as it appears in the rule file
+(indented with the code around it: `promql` removes that), with `%(name)s` placeholders for the mixin config's
+selectors, thresholds and durations (`MixinConfig.placeholders()`, and `%(for)s` for the alert's own `for` in
+annotations). An expression that differs by deployment has one such block per shape. Every alert carries the
+cases `promtool test rules` runs: where it fires (exact labels and value), where it stays quiet on the very
+metrics it reads, and any situation of the pipeline's life it must survive (a snapshot, an idle source, series
+that vanish).
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -16,10 +20,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cdcwatch.mixin.config import MixinConfig
 
-Shaped = Callable[[frozenset[str]], str]
-"""The expression for a deployment's stages (`Stages.enabled()`); "" when it has nothing to compute."""
+Shaped = Callable[[frozenset[str]], str | None]
+"""The expression for a deployment's stages (`Stages.enabled()`), one of the rule's literal blocks: None for the
+rule's own `expr`, "" when the deployment has nothing to compute."""
 
-__all__ = ["Alert", "Case", "Group", "Recording", "labels_of"]
+__all__ = ["Alert", "Case", "Group", "Recording", "labels_of", "promql"]
+
+
+def promql(block: str) -> str:
+    """A literal block as the rule file has it: without the indentation of the code around it and the blank first
+    and last lines of a triple-quoted string."""
+    return textwrap.dedent(block).strip()
+
+
+def _shape(expr: str, shaped: Shaped | None, stages: frozenset[str]) -> str:
+    block = shaped(stages) if shaped else None
+    return expr if block is None else promql(block)
 
 
 @dataclass(frozen=True)
@@ -53,9 +69,14 @@ class Recording:
     rule records nothing from those series)."""
     shaped: Shaped | None = None
     """Set when the expression depends on the deployment's stages; `expr` is the one for every stage."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels the rule adds to what it records: rules recording one name each add their own (one per stage)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "expr", promql(self.expr))
 
     def expr_for(self, stages: frozenset[str]) -> str:
-        return self.shaped(stages) if self.shaped else self.expr
+        return _shape(self.expr, self.shaped, stages)
 
 
 @dataclass(frozen=True)
@@ -79,8 +100,11 @@ class Alert:
     shaped: Shaped | None = None
     """Set when the expression depends on the deployment's stages; `expr` is the one for every stage."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "expr", promql(self.expr))
+
     def expr_for(self, stages: frozenset[str]) -> str:
-        return self.shaped(stages) if self.shaped else self.expr
+        return _shape(self.expr, self.shaped, stages)
 
     def for_(self, config: MixinConfig) -> str:
         return str(getattr(config.durations, self.pace))

@@ -6,22 +6,17 @@ The connector's binlog comes from its JMX (`cdcwatch_debezium_binlog_file_number
 each JVM read for each server (its own previous value, as long as Prometheus evaluates it without a gap of 10
 minutes), since a stopped connector is the one whose binlog ages."""
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ_MYSQL, JVM
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
 
-_CONNECTOR = "server:cdcwatch_debezium_binlog_file_number:last"
-_RUNWAY = "server:cdcwatch_mysql_binlog_runway_seconds:min"
-_RETAINED = "server:cdcwatch_mysql_binlog_retained_bytes:sum"
 _NUMBER = "cdcwatch_mysql_binlog_file_number"
 _EXPIRY = "cdcwatch_mysql_binlog_file_expiry_timestamp_seconds"
 _SIZE = "cdcwatch_mysql_binlog_file_size_bytes"
 _DBZ_FILE = "cdcwatch_debezium_binlog_file_number"
-_NEEDED = (f"and on (job, instance, target, server, file)\n"
-           f"    ({_NUMBER}{{%(cdcwatch)s}} >= on (server) group_left () max by (server) ({_CONNECTOR}))")
-"""Keeps the binlogs from the connector's on: the ones it still needs. The newest binlog a JVM read for the server:
-a connector task moved to another Connect worker leaves the old worker's (older) remembered binlog behind."""
 
 
 def _files(connector: str, expiries: tuple[str, str] = ("1000x40", "12000x40"), sizes: bool = False) -> dict[str, str]:
@@ -42,17 +37,40 @@ _SOURCE = labels_of(BINLOG_SOURCE)
 
 RECORDINGS = (
     # the binlog each server's connector reads, remembered while it is stopped (its JMX gone)
-    Recording(_CONNECTOR, f"min by (job, instance, target, server) ({_DBZ_FILE}{{%(cdcwatch)s}})\n"
-              f"or\nlast_over_time({_CONNECTOR}[10m])",
+    Recording("server:cdcwatch_debezium_binlog_file_number:last", """
+        min by (job, instance, target, server) (cdcwatch_debezium_binlog_file_number{%(cdcwatch)s})
+        or
+        last_over_time(server:cdcwatch_debezium_binlog_file_number:last[10m])
+        """,
               Case("the connector stopped at binlog 12 ten minutes ago: still 12", {f"{_DBZ_FILE}{{{DBZ_MYSQL}}}": "12x10"},
                    at="30m", labels=labels_of(JVM, 'server="orders"'), value=12)),
-    # seconds until the oldest needed binlog expires, floored at 0; 0 as well once the server no longer has it
-    Recording(_RUNWAY, f"(\n  min without (file) ({_NUMBER}{{%(cdcwatch)s}})\n"
-              f"  > on (server) group_left () max by (server) ({_CONNECTOR})\n) * 0\n"
-              f"or\nclamp_min(\n  min without (file) (\n    {_EXPIRY}{{%(cdcwatch)s}}\n    {_NEEDED}\n  ) - time(),\n  0\n)",
+    # seconds until the oldest needed binlog expires, floored at 0; 0 as well once the server no longer has it. The
+    # binlogs needed are those from the connector's on: the newest binlog a JVM read for the server (a connector task
+    # moved to another Connect worker leaves the old worker's, older, remembered binlog behind)
+    Recording("server:cdcwatch_mysql_binlog_runway_seconds:min", """
+        (
+          min without (file) (cdcwatch_mysql_binlog_file_number{%(cdcwatch)s})
+          > on (server) group_left () max by (server) (server:cdcwatch_debezium_binlog_file_number:last)
+        ) * 0
+        or
+        clamp_min(
+          min without (file) (
+            cdcwatch_mysql_binlog_file_expiry_timestamp_seconds{%(cdcwatch)s}
+            and on (job, instance, target, server, file)
+            (cdcwatch_mysql_binlog_file_number{%(cdcwatch)s} >= on (server) group_left () max by (server) (server:cdcwatch_debezium_binlog_file_number:last))
+          ) - time(),
+          0
+        )
+        """,
               Case("binlog 12 expires at 12000 s, read at 1200 s", _files("12x40"), labels=_SOURCE, value=10800)),
     # the binlog bytes the server keeps from the connector's binlog on
-    Recording(_RETAINED, f"sum without (file) (\n  {_SIZE}{{%(cdcwatch)s}}\n  {_NEEDED}\n)",
+    Recording("server:cdcwatch_mysql_binlog_retained_bytes:sum", """
+        sum without (file) (
+          cdcwatch_mysql_binlog_file_size_bytes{%(cdcwatch)s}
+          and on (job, instance, target, server, file)
+            (cdcwatch_mysql_binlog_file_number{%(cdcwatch)s} >= on (server) group_left () max by (server) (server:cdcwatch_debezium_binlog_file_number:last))
+        )
+        """,
               Case("binlogs 12 and 13", _files("12x40", sizes=True), labels=_SOURCE, value=5000000)),
 )
 
@@ -61,7 +79,7 @@ _CAUGHT_UP = Case("the connector reads the binlog being written: nothing it need
 ALERTS = (
     Alert(
         "CdcMysqlBinlogRunwayShort",
-        f"{_RUNWAY} < %(binlog_runway_warning_seconds)s",
+        "server:cdcwatch_mysql_binlog_runway_seconds:min < %(binlog_runway_warning_seconds)s",
         "warning", "warning",
         "The binlog connector {{ $labels.server }} needs expires soon",
         "The oldest binlog the connector of {{ $labels.server }} still needs on {{ $labels.target }} expires in "
@@ -74,7 +92,7 @@ ALERTS = (
     ),
     Alert(
         "CdcMysqlBinlogRunwayCritical",
-        f"{_RUNWAY} < %(binlog_runway_critical_seconds)s",
+        "server:cdcwatch_mysql_binlog_runway_seconds:min < %(binlog_runway_critical_seconds)s",
         "critical", "critical",
         "The binlog connector {{ $labels.server }} needs is about to expire",
         "The oldest binlog the connector of {{ $labels.server }} still needs on {{ $labels.target }} expires in "

@@ -2,32 +2,37 @@
 
 Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` is 1
 (`cdcwatch:freshness_state{server, stage, state}`), from `server_stage:cdcwatch_freshness:code`
-(1 idle, 2 flowing, 3 backlogged, 4 stalled: the larger, the worse). Stages:
+(1 idle, 2 flowing, 3 backlogged, 4 stalled: the larger, the worse), one recording rule per stage:
 
 - `capture` (source → connector): moving while Debezium's events-seen counters rise; stalled when they do
-  not while the replication slot's unconfirmed WAL grows (the source writes); idle when the slot keeps up with
-  the WAL position, or a heartbeat (TiCDC: a WATERMARK) passed through the whole pipeline recently.
-- `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics; stalled
-  when they do not while messages wait; idle when every group is at the end offsets.
+  not while the replication slot's unconfirmed WAL grows (the source writes); idle when
+  `server:cdcwatch_capture_idle_proof:bool` proves it: the slot keeps up with the WAL position, or a heartbeat
+  (TiCDC: a WATERMARK) passed through Kafka or the whole pipeline recently (one rule per proof, from the stage
+  it comes from).
+- `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics
+  (`server:cdcwatch_kafka_consumergroup_committed_offset:increase`); stalled when they do not while messages
+  wait; idle when every group is at the end offsets.
 - `apply` (Spark): moving while the job reads row changes (replayed duplicates included); stalled when it does
-  not and its newest applied change or heartbeat is older than `freshness_idle_proof_seconds` (the series may
-  have vanished: their last readings count); idle when a heartbeat or change that recent proves the source
-  caught up.
-- `pipeline`: the worst stage.
+  not and its newest applied change or heartbeat (`server:cdcwatch_spark_newest_applied_age_seconds:min`) is
+  older than `freshness_idle_proof_seconds` (the series may have vanished: their last readings count); idle
+  when a heartbeat or change that recent proves the source caught up.
+- `pipeline`: the worst stage (`cdcwatch:freshness_state`).
 
 Moving, with the stage's lag above its alert threshold and still growing, is `backlogged`. A lag reading that
-stays frozen while nothing moves (an idle source) never makes a stage backlogged or stalled.
+stays frozen while nothing moves (an idle source) never makes a stage backlogged or stalled. Each stage's rule
+is a chain of `(condition) * 0 + code`, the first that holds for a server winning.
 
 The series are keyed by `server` alone: they join the exporter's and the Spark listener's series, which
 have different `job` and `instance` labels. Series without a server (a Spark query before its first event)
 are left out.
 """
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from dataclasses import replace
 
 from cdcwatch.mixin.alerts.examples import DBZ, SLOT, SPARK, TOPIC
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording
-from cdcwatch.mixin.stages import STAGES
 
 __all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
 
@@ -36,8 +41,6 @@ STATE = "cdcwatch:freshness_state"
 STATES = ("idle", "flowing", "backlogged", "stalled")
 """In the order of their codes, 1 to 4."""
 
-_W = "[%(freshness_window)s]"
-_M = "[%(memory)s]"
 _EVENTS = "cdcwatch_debezium_events_seen_total"
 _DBZ_LAG = "cdcwatch_debezium_lag_behind_source_seconds"
 _UNCONFIRMED = "cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes"
@@ -48,99 +51,15 @@ _APPLY_LAG = "cdcwatch_spark_apply_lag_seconds"
 _COMMITTED = "cdcwatch_kafka_consumergroup_committed_offset"
 _GROUP_LAG = "cdcwatch_kafka_consumergroup_topic_lag_messages"
 _GROUP_LAG_SECONDS = "cdcwatch_kafka_consumergroup_topic_lag_seconds"
-_CHANGE_TOPICS = 'topic!~"__debezium-heartbeat.*"'
-_HEARTBEAT_TOPICS = 'topic=~"__debezium-heartbeat.*"'
 _KAFKA_NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
-
-
-def _chain(stage: str, *branches: tuple[str, int], among: str = "") -> str:
-    """`branches` (expressions by server, and the code each gives), the first that has a server wins; the stage
-    as a label; `among`: only the servers it has."""
-    body = "\n  or\n".join(f"    (\n{_indent(expr, 6)}\n    ) * 0 + {code}" for expr, code in branches)
-    if among:
-        body = f"  (\n{body}\n  )\n  and on (server)\n{_indent(among, 4)}"
-    return f'label_replace(\n{body},\n  "stage", "{stage}", "", ""\n)'
-
-
-def _named(expr: str) -> str:
-    """Every selector of `expr` also requires a server (the committed offsets have none: their join adds it)."""
-    named = expr.replace("%(cdcwatch)s", '%(cdcwatch)s, server!=""').replace("%(spark)s", '%(spark)s, server!=""')
-    return named.replace(f'{_COMMITTED}{{%(cdcwatch)s, server!=""', f"{_COMMITTED}{{%(cdcwatch)s")
-
-
-def _indent(text: str, spaces: int) -> str:
-    return "\n".join(" " * spaces + line for line in text.splitlines())
-
-
-_CAPTURE_MOVES = f"sum by (server) (increase({_EVENTS}{{%(cdcwatch)s}}{_W})) > 0"
-_SOURCE_WRITES = f"max by (server) (deriv({_UNCONFIRMED}{{%(cdcwatch)s}}{_W})) > 0"
-_IDLE_PROOFS = (
-    ("postgres", f"max by (server) (deriv({_UNCONFIRMED}{{%(cdcwatch)s}}{_W})) <= 0"),
-    ("kafka", f'time() - max by (server) ({_KAFKA_NEWEST}{{%(cdcwatch)s, {_HEARTBEAT_TOPICS}}}) < %(freshness_idle_proof_seconds)s'),
-    ("spark", f"time() - max by (server) ({_HEARTBEAT}{{%(spark)s}}) < %(freshness_idle_proof_seconds)s"))
-"""What shows a capture stage without events idle, by the stage it comes from: the slot keeping up with the WAL, a
-Debezium heartbeat in Kafka, or one the apply job applied."""
-
-
-def _capture(stages: frozenset[str]) -> str:
-    proofs = "\nor\n".join(proof for stage, proof in _IDLE_PROOFS if stage in stages)
-    return _chain(
-        "capture",
-        *([(f"{_SOURCE_WRITES}\nunless on (server)\n  {_CAPTURE_MOVES}", 4)] if "postgres" in stages else []),
-        (f'max by (server) (deriv({_DBZ_LAG}{{%(cdcwatch)s, context="streaming"}}{_W})) > 0\n'
-         f'and on (server)\n  max by (server) ({_DBZ_LAG}{{%(cdcwatch)s, context="streaming"}}) > %(debezium_lag_seconds)s\n'
-         f"and on (server)\n  {_CAPTURE_MOVES}", 3),
-        (_CAPTURE_MOVES, 2),
-        *([(proofs, 1)] if proofs else []),
-        (f"max by (server) (last_over_time({_EVENTS}{{%(cdcwatch)s}}{_M}))", 4),
-        among=f"max by (server) (last_over_time({_EVENTS}{{%(cdcwatch)s}}{_M}))")
-
-
-_GROUP_LAG_SEL = f"{_GROUP_LAG}{{%(cdcwatch)s, {_CHANGE_TOPICS}}}"
-_CONSUMED = (f"sum by (server) (\n  increase({_COMMITTED}{{%(cdcwatch)s, {_CHANGE_TOPICS}}}{_W})\n"
-             f"  * on (job, instance, target, group, topic) group_left (server)\n    (0 * {_GROUP_LAG_SEL} + 1)\n) > 0")
-_CONSUME = _chain(
-    "consume",
-    (f"sum by (server) ({_GROUP_LAG_SEL}) > 0\nunless on (server)\n{_CONSUMED}", 4),
-    (f"max by (server) (deriv({_GROUP_LAG_SEL}{_W})) > 0\n"
-     f"and on (server)\n  max by (server) ({_GROUP_LAG_SECONDS}{{%(cdcwatch)s, {_CHANGE_TOPICS}}}) > %(kafka_lag_seconds)s\n"
-     f"and on (server)\n{_CONSUMED}", 3),
-    (_CONSUMED, 2),
-    (f"sum by (server) ({_GROUP_LAG_SEL}) == 0", 1))
-
-_APPLIES = f"sum by (server) (increase({_CHANGES}{{%(spark)s}}{_W})) > 0"
-_APPLIED_AGE = (f"time() - max by (server) (\n    last_over_time({_NEWEST}{{%(spark)s}}{_M})\n"
-                f'  or\n    label_replace(last_over_time({_HEARTBEAT}{{%(spark)s}}{_M}), "heartbeat", "1", "", "")\n)')
-_APPLY = _chain(
-    "apply",
-    (f"{_APPLIED_AGE} >= %(freshness_idle_proof_seconds)s\nunless on (server)\n  {_APPLIES}", 4),
-    (f'max by (server) (deriv({_APPLY_LAG}{{%(spark)s, percentile="99"}}{_W})) > 0\n'
-     f'and on (server)\n  max by (server) ({_APPLY_LAG}{{%(spark)s, percentile="99"}}) > %(spark_apply_lag_seconds)s\n'
-     f"and on (server)\n  {_APPLIES}", 3),
-    (_APPLIES, 2),
-    (_APPLIED_AGE, 1),
-    (f"max by (server) (last_over_time({_CHANGES}{{%(spark)s}}{_M}))", 4))
-
-
-def _freshness_code(stages: frozenset[str]) -> str:
-    """The stages' chains this deployment has (each reads only its own stage's series, and idle proofs of the
-    stages present)."""
-    chains = [*([_capture(stages)] if "debezium" in stages else []), *([_CONSUME] if "kafka" in stages else []),
-              *([_APPLY] if "spark" in stages else [])]
-    return _named("\nor\n".join(chains))
-
-
-_ALL_STAGES = frozenset(STAGES)
-
-_STAGES_AND_PIPELINE = f'(\n    {CODE}\n  or\n    label_replace(max by (server) ({CODE}), "stage", "pipeline", "", "")\n)'
-_STATE_SET = "\nor\n".join(f'label_replace({_STAGES_AND_PIPELINE} == bool {code}, "state", "{state}", "", "")'
-                           for code, state in enumerate(STATES, start=1))
 
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
 _PARTITION = TOPIC.replace(',server="inventory"', "") + ',partition="0"'
-_HEARTBEAT_PARTITION = (TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
-                        + ',partition="0"')
+_NO_SERVER_DBZ = DBZ.replace('server="inventory"', 'server=""')
+_NO_SERVER_TOPIC = TOPIC.replace('server="inventory"', 'server=""')
+_HEARTBEAT_TOPIC = TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
+_HEARTBEAT_PARTITION = _HEARTBEAT_TOPIC + ',partition="0"'
 _NEEDS = {"capture": frozenset({"debezium"}), "consume": frozenset({"kafka"}), "apply": frozenset({"spark"}),
           "pipeline": frozenset()}
 HEALTHY: dict[str, str] = {
@@ -191,14 +110,248 @@ def _needing(needs: frozenset[str], case: Case) -> Case:
 
 _POSTGRES = frozenset({"postgres"})
 _SPARK = frozenset({"spark"})
+_PIPELINE = {"server": "inventory"}
 
 
+def _proof(proof: str, why: str, series: dict[str, str], value: float) -> Case:
+    return Case(why, series, labels={**_PIPELINE, "proof": proof}, value=value)
+
+
+def _capture_without_postgres(stages: frozenset[str]) -> str | None:
+    """Without PostgreSQL, no stall from the slot's WAL; without any idle proof, no idle either."""
+    if "postgres" in stages:
+        return None
+    if {"kafka", "spark"} & stages:
+        return """
+            (
+              (
+                max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
+                and on (server)
+                  max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
+                and on (server)
+                  sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+              ) * 0 + 3
+            or
+              (
+                sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+              ) * 0 + 2
+            or
+              (
+                max by (server) (server:cdcwatch_capture_idle_proof:bool) == 1
+              ) * 0 + 1
+            or
+              (
+                max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+              ) * 0 + 4
+            )
+            and on (server)
+              max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+            """
+    return """
+        (
+          (
+            max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
+            and on (server)
+              max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
+            and on (server)
+              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 3
+        or
+          (
+            sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 2
+        or
+          (
+            max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+          ) * 0 + 4
+        )
+        and on (server)
+          max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+        """
+
+
+# The evidence each stage's state is built on, then the state of each stage (one rule each, `stage` their label),
+# then the pipeline's: the worst stage.
 RECORDINGS = (
-    Recording(CODE, _freshness_code(_ALL_STAGES),
+    # what shows a capture stage without events idle, one rule per stage it comes from: 1 proven, 0 not
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
+        max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) <= bool 0
+        """,
+              _proof("slot", "the slot keeps up with the WAL position", {f"{_UNCONFIRMED}{{{SLOT}}}": "0x40"}, 1),
+              pipeline=True, match=("server", "proof"), labels={"proof": "slot"},
+              more=(_proof("slot", "the WAL the slot has not confirmed grows", {f"{_UNCONFIRMED}{{{SLOT}}}": "0+4096x40"}, 0),)),
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
+        time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s, server!="", topic=~"__debezium-heartbeat.*"}) < bool %(freshness_idle_proof_seconds)s
+        """,
+              _proof("kafka_heartbeat", "a heartbeat committed a minute ago in Kafka",
+                     {f"{_KAFKA_NEWEST}{{{_HEARTBEAT_PARTITION}}}": "0+60x19"}, 1),
+              pipeline=True, match=("server", "proof"), labels={"proof": "kafka_heartbeat"},
+              more=(_proof("kafka_heartbeat", "the newest heartbeat in Kafka 20 minutes old",
+                           {f"{_KAFKA_NEWEST}{{{_HEARTBEAT_PARTITION}}}": "0x40"}, 0),
+                    Case("only change topics: no heartbeat to prove anything",
+                         {f'{_KAFKA_NEWEST}{{{TOPIC},partition="0"}}': "0+60x40"}))),
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
+        time() - max by (server) (cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds{%(spark)s, server!=""}) < bool %(freshness_idle_proof_seconds)s
+        """,
+              _proof("spark_heartbeat", "the apply job applied a heartbeat a minute ago", {f"{_HEARTBEAT}{{{_Q}}}": "0+60x19"}, 1),
+              pipeline=True, match=("server", "proof"), labels={"proof": "spark_heartbeat"},
+              more=(_proof("spark_heartbeat", "the newest heartbeat applied 20 minutes ago", {f"{_HEARTBEAT}{{{_Q}}}": "0x40"}, 0),)),
+    # capture
+    Recording("server_stage:cdcwatch_freshness:code", """
+        (
+          (
+            max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+            unless on (server)
+              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 4
+        or
+          (
+            max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
+            and on (server)
+              max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
+            and on (server)
+              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 3
+        or
+          (
+            sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 2
+        or
+          (
+            max by (server) (server:cdcwatch_capture_idle_proof:bool) == 1
+          ) * 0 + 1
+        or
+          (
+            max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+          ) * 0 + 4
+        )
+        and on (server)
+          max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+        """,
               Case("capture flowing (only Debezium's series)", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"},
-                   labels={"server": "inventory", "stage": "capture"}, value=2),
-              pipeline=True, shaped=_freshness_code),
-    Recording(STATE, _STATE_SET,
+                   labels={**_PIPELINE, "stage": "capture"}, value=2),
+              pipeline=True, match=("server", "stage"), labels={"stage": "capture"}, shaped=_capture_without_postgres,
+              more=(Case("a connector whose events have no server: no state",
+                         {f'{_EVENTS}{{{_NO_SERVER_DBZ},context="streaming"}}': "0+60x40"}),)),
+    # consume: the committed offsets' rise on the server's change topics (the committed offsets have no server: the
+    # group-topic lag lends it), then the state
+    Recording("server:cdcwatch_kafka_consumergroup_committed_offset:increase", """
+        sum by (server) (
+          increase(cdcwatch_kafka_consumergroup_committed_offset{%(cdcwatch)s, topic!~"__debezium-heartbeat.*"}[%(freshness_window)s])
+          * on (job, instance, target, group, topic) group_left (server)
+            (0 * cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"} + 1)
+        )
+        """,
+              Case("60 offsets committed a minute", {f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40", f"{_GROUP_LAG}{{{TOPIC}}}": "5x40"},
+                   labels=_PIPELINE, value=300),
+              pipeline=True,
+              more=(Case("a heartbeat topic's offsets only: no change consumed",
+                         {f'{_COMMITTED}{{{_HEARTBEAT_PARTITION},group="apply"}}': "0+60x40",
+                          f'{_GROUP_LAG}{{{_HEARTBEAT_TOPIC},group="apply"}}': "5x40"}),)),
+    Recording("server_stage:cdcwatch_freshness:code", """
+        (
+          sum by (server) (cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}) > 0
+          unless on (server)
+            server:cdcwatch_kafka_consumergroup_committed_offset:increase > 0
+        ) * 0 + 4
+        or
+        (
+          max by (server) (deriv(cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}[%(freshness_window)s])) > 0
+          and on (server)
+            max by (server) (cdcwatch_kafka_consumergroup_topic_lag_seconds{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}) > %(kafka_lag_seconds)s
+          and on (server)
+            server:cdcwatch_kafka_consumergroup_committed_offset:increase > 0
+        ) * 0 + 3
+        or
+        (
+          server:cdcwatch_kafka_consumergroup_committed_offset:increase > 0
+        ) * 0 + 2
+        or
+        (
+          sum by (server) (cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}) == 0
+        ) * 0 + 1
+        """,
+              Case("consume flowing (only Kafka's series)",
+                   {f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40", f"{_GROUP_LAG}{{{TOPIC}}}": "5x40",
+                    f"{_GROUP_LAG_SECONDS}{{{TOPIC}}}": "1x40"},
+                   labels={**_PIPELINE, "stage": "consume"}, value=2),
+              pipeline=True, match=("server", "stage"), labels={"stage": "consume"},
+              more=(Case("a group whose topic has no server: no state",
+                         {f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40",
+                          f"{_GROUP_LAG}{{{_NO_SERVER_TOPIC}}}": "5x40"}),)),
+    # apply: the age of the newest change or heartbeat applied (remembered for `durations.memory`), then the state
+    Recording("server:cdcwatch_spark_newest_applied_age_seconds:min", """
+        time() - max by (server) (
+            last_over_time(cdcwatch_spark_newest_applied_change_timestamp_seconds{%(spark)s, server!=""}[%(memory)s])
+          or
+            label_replace(last_over_time(cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds{%(spark)s, server!=""}[%(memory)s]), "heartbeat", "1", "", "")
+        )
+        """,
+              Case("the newest change 20 minutes old, the newest heartbeat 5", {f"{_NEWEST}{{{_Q}}}": "0x40",
+                                                                               f"{_HEARTBEAT}{{{_Q}}}": "0+60x15"},
+                   labels=_PIPELINE, value=300),
+              pipeline=True,
+              more=(Case("a Spark query before its first event: its series have no server",
+                         {f'{_NEWEST}{{{SPARK},server=""}}': "0x40"}),)),
+    Recording("server_stage:cdcwatch_freshness:code", """
+        (
+          server:cdcwatch_spark_newest_applied_age_seconds:min >= %(freshness_idle_proof_seconds)s
+          unless on (server)
+            sum by (server) (increase(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(freshness_window)s])) > 0
+        ) * 0 + 4
+        or
+        (
+          max by (server) (deriv(cdcwatch_spark_apply_lag_seconds{%(spark)s, server!="", percentile="99"}[%(freshness_window)s])) > 0
+          and on (server)
+            max by (server) (cdcwatch_spark_apply_lag_seconds{%(spark)s, server!="", percentile="99"}) > %(spark_apply_lag_seconds)s
+          and on (server)
+            sum by (server) (increase(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(freshness_window)s])) > 0
+        ) * 0 + 3
+        or
+        (
+          sum by (server) (increase(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(freshness_window)s])) > 0
+        ) * 0 + 2
+        or
+        (
+          server:cdcwatch_spark_newest_applied_age_seconds:min
+        ) * 0 + 1
+        or
+        (
+          max by (server) (last_over_time(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(memory)s]))
+        ) * 0 + 4
+        """,
+              Case("apply flowing (only the Spark listener's series)",
+                   {f"{_CHANGES}{{{_Q}}}": "0+60x40", f'{_APPLY_LAG}{{{_Q},percentile="99"}}': "2x40",
+                    f"{_NEWEST}{{{_Q}}}": "0+60x40"},
+                   labels={**_PIPELINE, "stage": "apply"}, value=2),
+              pipeline=True, match=("server", "stage"), labels={"stage": "apply"},
+              more=(Case("a Spark query before its first event: no state", {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),)),
+    # the pipeline: each stage's state and the worst of them, as a state set
+    Recording("cdcwatch:freshness_state", """
+        label_replace((
+            server_stage:cdcwatch_freshness:code
+          or
+            label_replace(max by (server) (server_stage:cdcwatch_freshness:code), "stage", "pipeline", "", "")
+        ) == bool 1, "state", "idle", "", "")
+        or
+        label_replace((
+            server_stage:cdcwatch_freshness:code
+          or
+            label_replace(max by (server) (server_stage:cdcwatch_freshness:code), "stage", "pipeline", "", "")
+        ) == bool 2, "state", "flowing", "", "")
+        or
+        label_replace((
+            server_stage:cdcwatch_freshness:code
+          or
+            label_replace(max by (server) (server_stage:cdcwatch_freshness:code), "stage", "pipeline", "", "")
+        ) == bool 3, "state", "backlogged", "", "")
+        or
+        label_replace((
+            server_stage:cdcwatch_freshness:code
+          or
+            label_replace(max by (server) (server_stage:cdcwatch_freshness:code), "stage", "pipeline", "", "")
+        ) == bool 4, "state", "stalled", "", "")
+        """,
               _state("every stage flowing: the pipeline flows", "pipeline", "flowing"),
               pipeline=True, match=("server", "stage"),
               more=(
@@ -254,7 +407,7 @@ RECORDINGS = (
 ALERTS = (
     Alert(
         "CdcPipelineStalled",
-        f'{STATE}{{stage!="pipeline", state="stalled"}} == 1',
+        'cdcwatch:freshness_state{stage!="pipeline", state="stalled"} == 1',
         "critical", "stalled",
         "The CDC pipeline {{ $labels.server }} is stalled at {{ $labels.stage }}",
         "Nothing has moved through the {{ $labels.stage }} stage of {{ $labels.server }} for %(for)s while the source "

@@ -1,34 +1,35 @@
 """PostgreSQL replication slots: a slot nobody reads, WAL piling up, WAL about to be lost, and how long the
 slot's safe_wal_size lasts at the rate WAL is written (its runway)."""
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from cdcwatch.mixin.alerts.examples import SLOT, SOURCE
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
 
 _ACTIVE = f'{SLOT},slot_type="logical",plugin="pgoutput",database="shop"'
-_KEY = "job, instance, target, slot, server"
 _POSITION = "cdcwatch_postgres_wal_position_bytes"
 _SAFE = "cdcwatch_postgres_replication_slot_safe_wal_size_bytes"
 _RETAINED = "cdcwatch_postgres_replication_slot_retained_wal_bytes"
-_WAL_RATE = "target:cdcwatch_postgres_wal_position_bytes:deriv5m"
-_RUNWAY = "slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m"
 _MB_A_SECOND = "0+60000000x40"
 """The WAL position of a source writing 1 MB of WAL a second (60 MB between two one-minute samples)."""
 
 RECORDINGS = (
     # the position is a gauge (a failover can move it back): its slope, never below 0, is the WAL rate
-    Recording(_WAL_RATE, f"clamp_min(deriv({_POSITION}{{%(cdcwatch)s}}[5m]), 0)",
+    Recording("target:cdcwatch_postgres_wal_position_bytes:deriv5m",
+              "clamp_min(deriv(cdcwatch_postgres_wal_position_bytes{%(cdcwatch)s}[5m]), 0)",
               Case("1 MB a second", {f"{_POSITION}{{{SOURCE}}}": _MB_A_SECOND}, labels=labels_of(SOURCE), value=1000000)),
     # seconds until the slot's safe_wal_size runs out if it stops advancing (+Inf while no WAL is written)
-    Recording(_RUNWAY, f"{_SAFE}{{%(cdcwatch)s}}\n/ on (job, instance, target) group_left ()\n  {_WAL_RATE}",
+    Recording("slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m", """
+        cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}
+        / on (job, instance, target) group_left ()
+          target:cdcwatch_postgres_wal_position_bytes:deriv5m
+        """,
               Case("18.8 GB left at 1 MB a second", {f"{_POSITION}{{{SOURCE}}}": _MB_A_SECOND,
                                                      f"{_SAFE}{{{SLOT}}}": "20000000000-60000000x40"},
                    labels=labels_of(SLOT), value=18800)),
 )
-
-_BEHIND = f"and\n  {_RETAINED}{{%(cdcwatch)s}} > {_SAFE}{{%(cdcwatch)s}}"
-"""The gate of the runway alerts: the slot holds more WAL than it has left (a slot that keeps up holds little)."""
 
 
 def _runway_series(safe: str, retained: str, position: str = _MB_A_SECOND) -> dict[str, str]:
@@ -51,7 +52,7 @@ ALERTS = (
     ),
     Alert(
         "CdcPostgresSlotRetainedWalHigh",
-        f"max by ({_KEY}) (cdcwatch_postgres_replication_slot_retained_wal_bytes{{%(cdcwatch)s}}) > %(slot_retained_wal_bytes)s",
+        "max by (job, instance, target, slot, server) (cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s}) > %(slot_retained_wal_bytes)s",
         "warning", "warning",
         "Replication slot {{ $labels.slot }} holds back too much WAL",
         "Slot {{ $labels.slot }} keeps {{ $value | humanize1024 }}B of WAL (threshold %(slot_retained_wal_bytes)s "
@@ -73,8 +74,7 @@ ALERTS = (
     ),
     Alert(
         "CdcPostgresSlotSafeWalRunningOut",
-        "predict_linear(cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}[1h], "
-        "%(slot_safe_wal_horizon_seconds)s) < 0",
+        "predict_linear(cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}[1h], %(slot_safe_wal_horizon_seconds)s) < 0",
         "warning", "warning",
         "Replication slot {{ $labels.slot }} will start losing WAL",
         "At the rate of the last hour, slot {{ $labels.slot }} (server {{ $labels.server }}) uses up its "
@@ -85,9 +85,14 @@ ALERTS = (
         quiet=Case("steady", {f"cdcwatch_postgres_replication_slot_safe_wal_size_bytes{{{SLOT}}}": "10000000000x40"}),
         since="1m", boundary_value=10000000000 - 50000000 * 11 - 50000000 / 60 * 21600,
     ),
+    # the runway alerts are gated on a slot holding more WAL than it has left (a slot that keeps up holds little)
     Alert(
         "CdcPostgresSlotRunwayShort",
-        f"{_RUNWAY} < %(slot_wal_runway_warning_seconds)s\n{_BEHIND}",
+        """
+        slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m < %(slot_wal_runway_warning_seconds)s
+        and
+          cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s} > cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}
+        """,
         "warning", "warning",
         "Replication slot {{ $labels.slot }} runs out of safe WAL soon",
         "At the current WAL rate slot {{ $labels.slot }} (server {{ $labels.server }}) uses up its safe_wal_size in "
@@ -102,7 +107,11 @@ ALERTS = (
     ),
     Alert(
         "CdcPostgresSlotRunwayCritical",
-        f"{_RUNWAY} < %(slot_wal_runway_critical_seconds)s\n{_BEHIND}",
+        """
+        slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m < %(slot_wal_runway_critical_seconds)s
+        and
+          cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s} > cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}
+        """,
         "critical", "critical",
         "Replication slot {{ $labels.slot }} is about to lose WAL",
         "At the current WAL rate slot {{ $labels.slot }} (server {{ $labels.server }}) uses up its safe_wal_size in "

@@ -21,7 +21,7 @@ def _rows(missing: str, extra: str = "0x40", different: str = "0x40") -> dict[st
 ALERTS = (
     Alert(
         "CdcReconcileTargetDiverged",
-        f"sum by (job, instance, target) ({_DIVERGED}{{%(cdcwatch)s}}) > 0",
+        "sum by (job, instance, target) (cdcwatch_reconcile_rows_diverged{%(cdcwatch)s}) > 0",
         "critical", "instant",
         "The target of {{ $labels.target }} no longer holds what the source holds",
         "{{ $value | humanize }} rows of the table pair {{ $labels.target }} differ between source and target, confirmed by "

@@ -9,15 +9,15 @@ come from the stage histograms: apply is known only once the batch is over, afte
 bucketed, and quantiles of stages do not add up. The stage histograms say where the time goes.
 """
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from cdcwatch.mixin.alerts.examples import SPARK
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
 
-_KEY = "job, instance, query, server"
 _Q = f'{SPARK},server="inventory"'
 _FRESHNESS = "cdcwatch_spark_freshness_seconds"
-_STAGE_KEY = f"{_KEY}, stage, timestamp_type"
 _BUCKET = "cdcwatch_spark_stage_latency_seconds_bucket"
 
 
@@ -32,38 +32,47 @@ _SLOW_QUEUE = _stage("queue", {"30.0": 0, "60.0": 0, "120.0": 60, "+Inf": 60}, "
 _APPLY = _stage("apply", {"1.0": 60, "+Inf": 60})
 
 
-def _stage_quantile(quantile: str, why: str, per_minute: dict[str, int], value: float) -> Recording:
-    return Recording(
-        f"query_stage:cdcwatch_spark_stage_latency_seconds:p{quantile}",
-        f"histogram_quantile(0.{quantile}, sum by ({_STAGE_KEY}, le) (rate({_BUCKET}{{%(spark)s}}[5m])))",
-        Case(why, _stage("queue", {**per_minute, "+Inf": 100}, "create_time"),
-             labels=labels_of(_Q, 'stage="queue",timestamp_type="create_time"'), value=value))
+def _stage_quantile(record: str, expr: str, why: str, per_minute: dict[str, int], value: float) -> Recording:
+    """A quantile of the stage latencies, proven on the queue stage's buckets (`per_minute` below each bound, of 100)."""
+    return Recording(record, expr, Case(why, _stage("queue", {**per_minute, "+Inf": 100}, "create_time"),
+                                        labels=labels_of(_Q, 'stage="queue",timestamp_type="create_time"'), value=value))
 
 
 RECORDINGS = (
     Recording("query:cdcwatch_spark_apply_lag_seconds:p99",
-              f'max by ({_KEY}) (cdcwatch_spark_apply_lag_seconds{{%(spark)s, percentile="99"}})',
+              'max by (job, instance, query, server) (cdcwatch_spark_apply_lag_seconds{%(spark)s, percentile="99"})',
               Case("the 99th percentile", {f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="99"}}': "300x40",
                                            f'cdcwatch_spark_apply_lag_seconds{{{_Q},percentile="max"}}': "900x40"},
                    labels=labels_of(_Q), value=300)),
     Recording("query:cdcwatch_spark_changes_applied:rate5m",
-              f"sum by ({_KEY}) (rate(cdcwatch_spark_changes_applied_total{{%(spark)s}}[5m]))",
+              "sum by (job, instance, query, server) (rate(cdcwatch_spark_changes_applied_total{%(spark)s}[5m]))",
               Case("60 a minute", {f"cdcwatch_spark_changes_applied_total{{{_Q}}}": "0+60x40"}, labels=labels_of(_Q), value=1)),
     Recording("query:cdcwatch_spark_duplicates:ratio_rate5m",
-              f"sum by ({_KEY}) (rate(cdcwatch_spark_duplicates_total{{%(spark)s}}[5m]))\n"
-              f"/ sum by ({_KEY}) (rate(cdcwatch_spark_changes_total{{%(spark)s}}[5m]))",
+              """
+              sum by (job, instance, query, server) (rate(cdcwatch_spark_duplicates_total{%(spark)s}[5m]))
+              / sum by (job, instance, query, server) (rate(cdcwatch_spark_changes_total{%(spark)s}[5m]))
+              """,
               Case("one in ten", {f"cdcwatch_spark_duplicates_total{{{_Q}}}": "0+10x40",
                                   f"cdcwatch_spark_changes_total{{{_Q}}}": "0+100x40"}, labels=labels_of(_Q), value=0.1)),
-    _stage_quantile("50", "half the changes within 1 s, all within 2.5 s", {"1.0": 50, "2.5": 100}, 1.0),
-    _stage_quantile("95", "none within 1 s, all within 3 s", {"1.0": 0, "3.0": 100}, 2.9),
-    _stage_quantile("99", "half the changes within 1 s, all within 2.5 s", {"1.0": 50, "2.5": 100}, 2.47),
+    _stage_quantile("query_stage:cdcwatch_spark_stage_latency_seconds:p50",
+                    "histogram_quantile(0.50, sum by (job, instance, query, server, stage, timestamp_type, le) (rate(cdcwatch_spark_stage_latency_seconds_bucket{%(spark)s}[5m])))",
+                    "half the changes within 1 s, all within 2.5 s", {"1.0": 50, "2.5": 100}, 1.0),
+    _stage_quantile("query_stage:cdcwatch_spark_stage_latency_seconds:p95",
+                    "histogram_quantile(0.95, sum by (job, instance, query, server, stage, timestamp_type, le) (rate(cdcwatch_spark_stage_latency_seconds_bucket{%(spark)s}[5m])))",
+                    "none within 1 s, all within 3 s", {"1.0": 0, "3.0": 100}, 2.9),
+    _stage_quantile("query_stage:cdcwatch_spark_stage_latency_seconds:p99",
+                    "histogram_quantile(0.99, sum by (job, instance, query, server, stage, timestamp_type, le) (rate(cdcwatch_spark_stage_latency_seconds_bucket{%(spark)s}[5m])))",
+                    "half the changes within 1 s, all within 2.5 s", {"1.0": 50, "2.5": 100}, 2.47),
 )
 
 ALERTS = (
     Alert(
         "CdcSparkApplyLagHigh",
-        "query:cdcwatch_spark_apply_lag_seconds:p99 > %(spark_apply_lag_seconds)s\n"
-        f"and on ({_KEY})\n  query:cdcwatch_spark_changes_applied:rate5m > 0",
+        """
+        query:cdcwatch_spark_apply_lag_seconds:p99 > %(spark_apply_lag_seconds)s
+        and on (job, instance, query, server)
+          query:cdcwatch_spark_changes_applied:rate5m > 0
+        """,
         "warning", "warning",
         "Spark query {{ $labels.query }} applies changes late",
         "99 %% of the changes of {{ $labels.server }} that {{ $labels.query }} applied in its last batch were "
@@ -80,13 +89,15 @@ ALERTS = (
     ),
     Alert(
         "CdcPipelineStageSlow",
-        "(\n"
-        "    query:cdcwatch_spark_apply_lag_seconds:p99 > %(pipeline_latency_p99_seconds)s\n"
-        f"  and on ({_KEY})\n"
-        "    query:cdcwatch_spark_changes_applied:rate5m > 0\n"
-        ")\n"
-        f"+ on ({_KEY}) group_left (stage)\n"
-        f"  0 * topk by ({_KEY}) (1, query_stage:cdcwatch_spark_stage_latency_seconds:p99 >= 0)",
+        """
+        (
+            query:cdcwatch_spark_apply_lag_seconds:p99 > %(pipeline_latency_p99_seconds)s
+          and on (job, instance, query, server)
+            query:cdcwatch_spark_changes_applied:rate5m > 0
+        )
+        + on (job, instance, query, server) group_left (stage)
+          0 * topk by (job, instance, query, server) (1, query_stage:cdcwatch_spark_stage_latency_seconds:p99 >= 0)
+        """,
         "warning", "warning",
         "Changes of {{ $labels.server }} take too long end to end; the slowest stage is {{ $labels.stage }}",
         "99 %% of the changes {{ $labels.query }} applied in its last batch were committed up to "
@@ -111,15 +122,17 @@ ALERTS = (
     ),
     Alert(
         "CdcSparkFreshnessTooOld",
-        f"max by (query, server) ({_FRESHNESS}{{%(spark)s}}) > %(spark_freshness_seconds)s\n"
-        "or\n"
-        "(\n"
-        "    max by (query, server) (\n"
-        f"        last_over_time({_FRESHNESS}{{%(spark)s}}[%(memory)s])\n"
-        f"      + time() - max_over_time(timestamp({_FRESHNESS}{{%(spark)s}})[%(memory)s:1m])\n"
-        "    )\n"
-        f"  unless on (query, server) {_FRESHNESS}{{%(spark)s}}\n"
-        ") > %(spark_freshness_seconds)s",
+        """
+        max by (query, server) (cdcwatch_spark_freshness_seconds{%(spark)s}) > %(spark_freshness_seconds)s
+        or
+        (
+            max by (query, server) (
+                last_over_time(cdcwatch_spark_freshness_seconds{%(spark)s}[%(memory)s])
+              + time() - max_over_time(timestamp(cdcwatch_spark_freshness_seconds{%(spark)s})[%(memory)s:1m])
+            )
+          unless on (query, server) cdcwatch_spark_freshness_seconds{%(spark)s}
+        ) > %(spark_freshness_seconds)s
+        """,
         "critical", "critical",
         "The target of {{ $labels.query }} is stale",
         "The newest change or heartbeat of {{ $labels.server }} applied by {{ $labels.query }} is "
@@ -169,8 +182,11 @@ ALERTS = (
     ),
     Alert(
         "CdcSparkNoProgress",
-        "time() - cdcwatch_spark_last_progress_timestamp_seconds{%(spark)s} > %(spark_progress_max_age_seconds)s\n"
-        'and on (job, instance, query)\n  cdcwatch_spark_query_state{%(spark)s, state="active"} == 1',
+        """
+        time() - cdcwatch_spark_last_progress_timestamp_seconds{%(spark)s} > %(spark_progress_max_age_seconds)s
+        and on (job, instance, query)
+          cdcwatch_spark_query_state{%(spark)s, state="active"} == 1
+        """,
         "critical", "warning",
         "Spark query {{ $labels.query }} makes no progress",
         "The active query {{ $labels.query }} last reported a micro-batch {{ $value | humanizeDuration }} ago "
@@ -184,7 +200,7 @@ ALERTS = (
     ),
     Alert(
         "CdcSparkLostOffsets",
-        f"sum by ({_KEY}) (increase(cdcwatch_spark_lost_offsets_total{{%(spark)s}}[10m])) > 0",
+        "sum by (job, instance, query, server) (increase(cdcwatch_spark_lost_offsets_total{%(spark)s}[10m])) > 0",
         "critical", "instant",
         "Spark query {{ $labels.query }} lost changes",
         "Offsets of {{ $labels.server }} were deleted from Kafka before {{ $labels.query }} read them (it runs with "
@@ -196,7 +212,7 @@ ALERTS = (
     ),
     Alert(
         "CdcSparkMalformedEvents",
-        f"sum by ({_KEY}) (increase(cdcwatch_spark_malformed_events_total{{%(spark)s}}[10m])) > 0",
+        "sum by (job, instance, query, server) (increase(cdcwatch_spark_malformed_events_total{%(spark)s}[10m])) > 0",
         "warning", "instant",
         "Spark query {{ $labels.query }} skips malformed records",
         "{{ $labels.query }} read records of {{ $labels.server }} that are no readable Debezium event and skipped "

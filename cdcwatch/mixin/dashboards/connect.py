@@ -14,15 +14,15 @@ from cdcwatch.mixin.dashboards.model import (
 
 __all__ = ["CONNECT"]
 
-_SEL = '%(cdcwatch)s, target=~"$worker", connector=~"$connector"'
+_SEL = '%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"'
 
 CONNECT = DashboardSpec(
     "cdcwatch-connect", "CDC: Kafka Connect",
     "Connector and task states (REST), failures with their exception, restarts, each connector's slot and database, "
     "records polled and written, errors and the dead letter queue (JMX) per worker and connector.",
-    "cdcwatch_connect_connectors{%(only_cdcwatch)s",
-    (Variable("worker", "label_values(cdcwatch_connect_connectors{%(cdcwatch)s}, target)"),
-     Variable("connector", 'label_values(cdcwatch_connect_connector_state{%(cdcwatch)s, target=~"$worker"}, connector)')),
+    "cdcwatch_connect_connectors{%(cdcwatch)s",
+    (Variable("worker", "label_values(cdcwatch_connect_connectors{%(cdcwatch_board)s}, target)"),
+     Variable("connector", 'label_values(cdcwatch_connect_connector_state{%(cdcwatch_board)s, target=~"$worker"}, connector)')),
     (
         ("State", (
             PanelSpec("Connector state", "The state Kafka Connect's REST API reports for each connector.", "none",
@@ -54,13 +54,13 @@ CONNECT = DashboardSpec(
             PanelSpec("Running since", "How long each task and each worker JVM have run since their last start.", "s",
                       (Query(f"time() - max by (connector, task) (cdcwatch_connect_task_start_time_seconds{{{_SEL}}})",
                              "{{connector}}/{{task}}", when="the worker's JMX is collected"),
-                       Query('time() - max by (target) (cdcwatch_connect_worker_start_time_seconds{%(cdcwatch)s, '
+                       Query('time() - max by (target) (cdcwatch_connect_worker_start_time_seconds{%(cdcwatch_board)s, '
                              'target=~"$worker"})', "worker {{target}}", when="the worker's JMX is collected"))),
             PanelSpec("Pipelines", "Each connector's server name (topic.prefix), replication slot, database and Debezium "
                       "plugin, from its configuration; a server name used twice is a conflict.", "none",
                       (Query("max by (connector, server, slot, database, plugin) "
                              f"(cdcwatch_connect_connector_pipeline_info{{{_SEL}}})", ""),
-                       Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch)s, target=~"$worker"}) > 0',
+                       Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch_board)s, target=~"$worker"}) > 0',
                              "", when="two connectors share a server name")),
                       kind="table", alerts=("CdcConnectServerNameConflict",)),
         )),

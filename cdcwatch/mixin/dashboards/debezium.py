@@ -14,7 +14,7 @@ from cdcwatch.mixin.dashboards.model import (
 
 __all__ = ["DEBEZIUM"]
 
-_SEL = '%(cdcwatch)s, target=~"$target", server=~"$server"'
+_SEL = '%(cdcwatch_board)s, target=~"$target", server=~"$server"'
 _REC = '%(scope)s, target=~"$target", server=~"$server"'
 _ESTIMATED = "a snapshot ran and the postgres collector reports the captured tables' row estimates"
 _SCANNING = "a snapshot scanned rows in the last 5 minutes (and row estimates are reported)"
@@ -22,9 +22,9 @@ _SCANNING = "a snapshot scanned rows in the last 5 minutes (and row estimates ar
 DEBEZIUM = DashboardSpec(
     "cdcwatch-debezium", "CDC: Debezium connectors",
     "Snapshot progress, streaming lag, queue and schema history per connector (JMX through cdcwatch).",
-    "cdcwatch_debezium_mbeans{%(only_cdcwatch)s",
-    (Variable("target", 'label_values(cdcwatch_debezium_mbeans{%(cdcwatch)s}, target)'),
-     Variable("server", 'label_values(cdcwatch_debezium_connected{%(cdcwatch)s, target=~"$target"}, server)')),
+    "cdcwatch_debezium_mbeans{%(cdcwatch)s",
+    (Variable("target", 'label_values(cdcwatch_debezium_mbeans{%(cdcwatch_board)s}, target)'),
+     Variable("server", 'label_values(cdcwatch_debezium_connected{%(cdcwatch_board)s, target=~"$target"}, server)')),
     (
         ("Snapshot", (
             PanelSpec("Snapshot state", "The current state of each connector's snapshot.", "none",

@@ -5,17 +5,17 @@ from cdcwatch.mixin.dashboards.model import STATUS, DashboardSpec, PanelSpec, Qu
 
 __all__ = ["KAFKA"]
 
-_SEL = '%(cdcwatch)s, target=~"$cluster", group=~"$group", topic=~"$topic"'
-_TOPIC = '%(cdcwatch)s, target=~"$cluster", topic=~"$topic"'
+_SEL = '%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic"'
+_TOPIC = '%(cdcwatch_board)s, target=~"$cluster", topic=~"$topic"'
 
 KAFKA = DashboardSpec(
     "cdcwatch-kafka", "CDC: Kafka consumer lag",
     "Lag of every consumer group on the CDC topics, in seconds, in messages and as a status; how long before "
     "retention deletes what they have not read; topic throughput.",
-    "cdcwatch_kafka_topic_partitions{%(only_cdcwatch)s",
-    (Variable("cluster", "label_values(cdcwatch_kafka_topic_partitions{%(cdcwatch)s}, target)"),
-     Variable("group", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch)s, target=~"$cluster"}, group)'),
-     Variable("topic", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch)s, target=~"$cluster", '
+    "cdcwatch_kafka_topic_partitions{%(cdcwatch)s",
+    (Variable("cluster", "label_values(cdcwatch_kafka_topic_partitions{%(cdcwatch_board)s}, target)"),
+     Variable("group", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch_board)s, target=~"$cluster"}, group)'),
+     Variable("topic", 'label_values(cdcwatch_kafka_consumergroup_lag_messages{%(cdcwatch_board)s, target=~"$cluster", '
                        'group=~"$group"}, topic)')),
     (
         ("Lag", (

@@ -1,7 +1,9 @@
 """Dashboards as data (`DashboardSpec`), built into Grafana's classic JSON model with grafana-foundation-sdk.
 
-Queries are PromQL with `%(name)s` placeholders: `%(cdcwatch)s` / `%(spark)s` are the mixin's selectors plus
-the dashboard's `$job` and `$instance` variables, `%(scope)s` those two alone (for recorded series). A panel's
+Queries are PromQL with `%(name)s` placeholders. Those of the rules mean what they mean there
+(`MixinConfig.placeholders()`: `%(cdcwatch)s` / `%(spark)s` the mixin's selectors, the thresholds, the durations);
+the boards' own: `%(cdcwatch_board)s` / `%(spark_board)s` a selector narrowed to the board's `$job` and `$instance`
+variables, `%(scope)s` those two alone (for recorded series). A panel's
 threshold names a threshold of the mixin config: the panel draws the value the alert uses and links to the
 runbook section of that alert.
 """
@@ -110,8 +112,8 @@ WIDTHS = {"timeseries": 12, "stat": 6, "state": 6, "heatmap": 24, "table": 12, "
 class Variable:
     name: str
     query: str
-    """label_values(selector, label): the selector may use %(only_cdcwatch)s / %(only_spark)s (the mixin's
-    selectors alone) and earlier variables."""
+    """label_values(selector, label): the selector may use %(cdcwatch)s / %(spark)s (the mixin's
+    selectors, not narrowed to $job and $instance) and earlier variables."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class DashboardSpec:
     description: str
     source: str
     """Series selector (without braces' closing) whose `job` and `instance` values feed $job and $instance,
-    e.g. `cdcwatch_up{%(only_cdcwatch)s`."""
+    e.g. `cdcwatch_up{%(cdcwatch)s`."""
     variables: tuple[Variable, ...]
     rows: tuple[tuple[str, tuple[PanelSpec, ...]], ...]
     tags: tuple[str, ...] = field(default=("cdcwatch",))
@@ -148,8 +150,8 @@ def _placeholders(config: MixinConfig) -> dict[str, str]:
     scope = 'job=~"$job", instance=~"$instance"'
     stages = config.stages.enabled()
     servers = "|".join(name for stage, name in _SERVER_SOURCES if stage in stages) or "cdcwatch_up"
-    return {"cdcwatch": f"{config.selectors.cdcwatch}, {scope}", "spark": f"{config.selectors.spark}, {scope}",
-            "scope": scope, "only_cdcwatch": config.selectors.cdcwatch, "only_spark": config.selectors.spark,
+    return {**config.placeholders(), "cdcwatch_board": f"{config.selectors.cdcwatch}, {scope}",
+            "spark_board": f"{config.selectors.spark}, {scope}", "scope": scope,
             "server_series": f'__name__=~"{servers}"',
             "endpoint_series": "cdcwatch_up|cdcwatch_spark_query_state" if "spark" in stages else "cdcwatch_up"}
 

@@ -34,24 +34,24 @@ OVERVIEW = DashboardSpec(
                       mappings=FRESHNESS, alerts=("CdcPipelineStalled",)),
             PanelSpec("End-to-end freshness", "Age of the newest change or heartbeat the apply job has applied, per "
                       "pipeline.", "s",
-                      (Query('max by (server) (cdcwatch_spark_freshness_seconds{%(spark)s, server=~"$server"})',
+                      (Query('max by (server) (cdcwatch_spark_freshness_seconds{%(spark_board)s, server=~"$server"})',
                              "{{server}}"),), kind="stat", threshold=Threshold("spark_freshness_seconds")),
             PanelSpec("Newest change in Kafka: age", "Without an apply job reporting freshness: the age of the newest "
                       "source commit (or Debezium heartbeat) each pipeline's topics hold.", "s",
                       (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds'
-                             '{%(cdcwatch)s, server=~"$server"})', "{{server}}"),), kind="stat",
+                             '{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),), kind="stat",
                       threshold=Threshold("kafka_data_age_seconds"), unless_stage="spark"),
             PanelSpec("Connect tasks not RUNNING", "Kafka Connect tasks in any state but RUNNING: 0 is right.", "none",
-                      (Query('count(cdcwatch_connect_task_state{%(cdcwatch)s, state!="RUNNING", server=~"$server"} == 1) '
+                      (Query('count(cdcwatch_connect_task_state{%(cdcwatch_board)s, state!="RUNNING", server=~"$server"} == 1) '
                              "or vector(0)", "tasks"),), kind="stat", green_below=1,
                       alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
             PanelSpec("Debezium connected", "Whether each connector's streaming reader is connected to its database "
                       "(not during a snapshot).", "none",
-                      (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming", '
+                      (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch_board)s, context="streaming", '
                              'server=~"$server"})', "{{server}}"),),
                       kind="state", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
             PanelSpec("Worst consumer status", "The worst status of any consumer group on any topic partition.", "none",
-                      (Query("max(cdcwatch_kafka_consumergroup_status_code{%(cdcwatch)s}) or vector(0)", "groups"),),
+                      (Query("max(cdcwatch_kafka_consumergroup_status_code{%(cdcwatch_board)s}) or vector(0)", "groups"),),
                       kind="state", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing",)),
             PanelSpec("Shortest runway before loss", "Time left before data a pipeline still needs is deleted: WAL a "
                       "replication slot holds, the binlog a MySQL connector reads, Kafka messages a group has not "
@@ -66,7 +66,7 @@ OVERVIEW = DashboardSpec(
                       alerts=("CdcMysqlBinlogRunwayCritical", "CdcKafkaRetentionRunwayCritical")),
             PanelSpec("Exporter targets down", "Targets cdcwatch failed to collect from at its last collection: 0 is "
                       "right.", "none",
-                      (Query("count(cdcwatch_up{%(cdcwatch)s} == 0) or vector(0)", "targets"),), kind="stat",
+                      (Query("count(cdcwatch_up{%(cdcwatch_board)s} == 0) or vector(0)", "targets"),), kind="stat",
                       green_below=1, alerts=("CdcwatchTargetDown",)),
             PanelSpec("Firing CDC alerts", "cdcwatch's alerts firing now, of every pipeline: 0 is right.", "none",
                       (Query('count(ALERTS{alertname=~"Cdc.*", alertstate="firing"}) or vector(0)', "alerts"),),
@@ -85,24 +85,24 @@ OVERVIEW = DashboardSpec(
                       "the server name every stage's series carry, its replication slot and database, the Debezium "
                       "plugin.", "none",
                       (Query("max by (connector, server, slot, database, plugin) (cdcwatch_connect_connector_pipeline_info"
-                             '{%(cdcwatch)s, server=~"$server"})', ""),), kind="table"),
+                             '{%(cdcwatch_board)s, server=~"$server"})', ""),), kind="table"),
             PanelSpec("Server names used twice", "Other Debezium connectors that use the same server name (topic.prefix): "
                       "0 is right; more means their topics and Debezium metrics collide.", "none",
-                      (Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch)s, server=~"$server"})',
+                      (Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch_board)s, server=~"$server"})',
                              "{{server}}"),), kind="state", mappings=UNIQUE, alerts=("CdcConnectServerNameConflict",)),
         )),
         ("Source: PostgreSQL replication slots", (
             PanelSpec("WAL retained by the slot", "WAL the database keeps for the slot (current position − restart_lsn).",
                       "bytes", (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_retained_wal_bytes'
-                                      '{%(cdcwatch)s, server=~"$server"})', "{{slot}}"),),
+                                      '{%(cdcwatch_board)s, server=~"$server"})', "{{slot}}"),),
                       threshold=Threshold("slot_retained_wal_bytes")),
             PanelSpec("Safe WAL size", "WAL that can still be written before the slot risks losing WAL (needs "
                       "max_slot_wal_keep_size).", "bytes",
                       (Query('min by (slot, server) (cdcwatch_postgres_replication_slot_safe_wal_size_bytes'
-                             '{%(cdcwatch)s, server=~"$server"})', "{{slot}}", when="the source sets max_slot_wal_keep_size"),),
+                             '{%(cdcwatch_board)s, server=~"$server"})', "{{slot}}", when="the source sets max_slot_wal_keep_size"),),
                       alerts=("CdcPostgresSlotSafeWalRunningOut",)),
             PanelSpec("Slot active", "Whether a consumer reads the slot.", "none",
-                      (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_active{%(cdcwatch)s, server=~"$server"})',
+                      (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_active{%(cdcwatch_board)s, server=~"$server"})',
                              "{{slot}}"),), kind="state", mappings=ACTIVE, alerts=("CdcPostgresSlotInactive",)),
         )),
         ("Source: PostgreSQL WAL", (
@@ -116,7 +116,7 @@ OVERVIEW = DashboardSpec(
             PanelSpec("WAL written", "WAL each source writes per second: the slope of its WAL position.", "Bps",
                       (Query("target:cdcwatch_postgres_wal_position_bytes:deriv5m{%(scope)s}", "{{target}}"),)),
             PanelSpec("WAL directory", "Size of the WAL directory of each source (pg_ls_waldir(); needs pg_monitor).",
-                      "bytes", (Query("max by (target) (cdcwatch_postgres_wal_directory_bytes{%(cdcwatch)s})", "{{target}}"),)),
+                      "bytes", (Query("max by (target) (cdcwatch_postgres_wal_directory_bytes{%(cdcwatch_board)s})", "{{target}}"),)),
         )),
         ("Source: MySQL binlog", (
             PanelSpec("Binlog runway", "Time until the oldest binlog each connector still needs expires "
@@ -132,7 +132,7 @@ OVERVIEW = DashboardSpec(
                                       '{%(scope)s, server=~"$server"})', "{{server}}",
                                       when="the source's server is set and its connector has read a binlog"),)),
             PanelSpec("Binlogs", "Size of all the binary logs each source keeps.", "bytes",
-                      (Query("max by (target) (cdcwatch_mysql_binlog_size_bytes{%(cdcwatch)s})", "{{target}}",
+                      (Query("max by (target) (cdcwatch_mysql_binlog_size_bytes{%(cdcwatch_board)s})", "{{target}}",
                              when="a mysql source is configured"),)),
         )),
         ("Debezium", (
@@ -143,14 +143,14 @@ OVERVIEW = DashboardSpec(
         ("Kafka Connect", (
             PanelSpec("Task restarts in 30 minutes", "Restarts of each task in the last 30 minutes (the worker JVM's or "
                       "the task's own), as the restart alert counts them.", "short",
-                      (Query(f"{RESTARTS_30M}{{%(cdcwatch)s, server=~\"$server\"}}[30m])))", "{{connector}}/{{task}}",
+                      (Query(f"{RESTARTS_30M}{{%(cdcwatch_board)s, server=~\"$server\"}}[30m])))", "{{connector}}/{{task}}",
                              when="the worker's JMX is collected"),),
                       threshold=Threshold("connect_task_restarts")),
         )),
         ("Kafka", (
             PanelSpec("Newest change in Kafka: age", "Age of the newest source commit any topic of the server holds.", "s",
                       (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds'
-                             '{%(cdcwatch)s, server=~"$server"})', "{{server}}"),),
+                             '{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),),
                       threshold=Threshold("kafka_data_age_seconds")),
             PanelSpec("Consumer lag", "Age of the next message each group will read, per topic.", "s",
                       (Query('group_topic:cdcwatch_kafka_consumergroup_lag_seconds:max{%(scope)s, server=~"$server"}',
@@ -173,10 +173,10 @@ OVERVIEW = DashboardSpec(
         )),
         ("cdcwatch", (
             PanelSpec("Targets up", "Whether cdcwatch's last collection from each target succeeded.", "none",
-                      (Query("cdcwatch_up{%(cdcwatch)s}", "{{collector}} {{target}}"),), kind="state", mappings=UP,
+                      (Query("cdcwatch_up{%(cdcwatch_board)s}", "{{collector}} {{target}}"),), kind="state", mappings=UP,
                       alerts=("CdcwatchTargetDown",)),
             PanelSpec("Collection time", "Time cdcwatch's last collection from each target took.", "s",
-                      (Query("cdcwatch_scrape_duration_seconds{%(cdcwatch)s}", "{{collector}} {{target}}"),),
+                      (Query("cdcwatch_scrape_duration_seconds{%(cdcwatch_board)s}", "{{collector}} {{target}}"),),
                       threshold=Threshold("scrape_duration_seconds")),
         )),
     ))

@@ -4,14 +4,14 @@ from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Var
 
 __all__ = ["RECONCILE"]
 
-_SEL = '%(cdcwatch)s, target=~"$pair"'
+_SEL = '%(cdcwatch_board)s, target=~"$pair"'
 
 RECONCILE = DashboardSpec(
     "cdcwatch-reconcile", "CDC: Reconciliation",
     "Rows that differ between each table pair's source and target, by kind; how long a full comparison takes and when "
     "the last one ended; what it reads on each side against its budget.",
-    "cdcwatch_reconcile_chunks_checked_total{%(only_cdcwatch)s",
-    (Variable("pair", "label_values(cdcwatch_reconcile_chunks_checked_total{%(cdcwatch)s}, target)"),),
+    "cdcwatch_reconcile_chunks_checked_total{%(cdcwatch)s",
+    (Variable("pair", "label_values(cdcwatch_reconcile_chunks_checked_total{%(cdcwatch_board)s}, target)"),),
     (
         ("Divergence", (
             PanelSpec("Rows diverged", "Confirmed divergences by kind: missing in the target, extra in the target, "

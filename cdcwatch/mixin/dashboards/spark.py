@@ -4,17 +4,17 @@ from cdcwatch.mixin.dashboards.model import QUERY_STATES, DashboardSpec, PanelSp
 
 __all__ = ["SPARK"]
 
-_SEL = '%(spark)s, query=~"$query", server=~"$server"'
-_QUERY = '%(spark)s, query=~"$query"'
+_SEL = '%(spark_board)s, query=~"$query", server=~"$server"'
+_QUERY = '%(spark_board)s, query=~"$query"'
 _RECORDED = '{%(scope)s, query=~"$query", server=~"$server"}'
 
 SPARK = DashboardSpec(
     "cdcwatch-spark", "CDC: Spark apply",
     "Apply lag and freshness, latency by stage, throughput, duplicates and data loss, and the state of the apply jobs' "
     "queries.",
-    "cdcwatch_spark_query_state{%(only_spark)s",
-    (Variable("query", "label_values(cdcwatch_spark_query_state{%(spark)s}, query)"),
-     Variable("server", 'label_values(cdcwatch_spark_changes_total{%(spark)s, query=~"$query"}, server)')),
+    "cdcwatch_spark_query_state{%(spark)s",
+    (Variable("query", "label_values(cdcwatch_spark_query_state{%(spark_board)s}, query)"),
+     Variable("server", 'label_values(cdcwatch_spark_changes_total{%(spark_board)s, query=~"$query"}, server)')),
     (
         ("Lag", (
             PanelSpec("Apply lag", "How long after their source commit the last batch's changes were applied, by "
