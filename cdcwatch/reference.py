@@ -26,8 +26,7 @@ from cdcwatch.kafka.collector import KAFKA_METRICS
 from cdcwatch.mysql.binlog import BINLOG_METRICS
 from cdcwatch.postgres.slots import SLOT_METRICS
 from cdcwatch.reconcile.collector import RECONCILE_METRICS
-from cdcwatch.spark import DEFAULT_METRICS_PORT
-from cdcwatch.spark.metrics import SPARK_METRICS
+from cdcwatch.spark import DEFAULT_METRICS_PORT, SPARK_METRICS
 
 __all__ = ["DOCS_PAGES", "config_page", "config_reference", "example_config", "metric_types", "metrics_page",
            "metrics_reference"]

@@ -31,7 +31,7 @@ def _table() -> dict[str, str]:
     from cdcwatch.mysql.binlog import BINLOG_METRICS
     from cdcwatch.postgres.slots import SLOT_METRICS
     from cdcwatch.reconcile import RECONCILE_METRICS
-    from cdcwatch.spark.metrics import SPARK_METRICS
+    from cdcwatch.spark import SPARK_METRICS
 
     table = {spec.name: "debezium" for spec in [*DEBEZIUM_BEAN_METRICS.values(), *DEBEZIUM_METRICS.values()]}
     table |= {spec.name: "connect_jmx" if (spec.source or "").startswith("JMX") else "connect_rest"

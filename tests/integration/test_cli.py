@@ -126,6 +126,7 @@ def test_serve_reads_the_series_limit_from_the_config_file(postgres, serve_facto
 def test_apply_rejects_bad_input_before_starting_spark(tmp_path, argument, value, message):
     arguments = {"--bootstrap-servers": "127.0.0.1:1", "--subscribe-pattern": "inventory\\..*", "--target": "host=db",
                  "--checkpoint": str(tmp_path / "checkpoint"), argument: value}
-    done = run("apply", *[part for pair in arguments.items() for part in pair])
+    done = subprocess.run([sys.executable, "-m", "spark_listeners.apply", *[part for pair in arguments.items() for part in pair]],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert not (tmp_path / "checkpoint").exists()

@@ -18,7 +18,8 @@ from cdcwatch.jmx import MBean
 from cdcwatch.kafka import KAFKA_METRICS, KafkaCollector
 from cdcwatch.postgres import SLOT_METRICS
 from cdcwatch.reference import metrics_reference
-from cdcwatch.spark.metrics import SPARK_METRICS, SinkOutcome, SparkMetrics
+from cdcwatch.spark import SPARK_METRICS
+from spark_listeners.metrics import SinkOutcome, SparkMetrics
 from tests.fixtures import read_dump
 
 TABLES = {"self": SELF_METRICS, "debezium": DEBEZIUM_METRICS, "debezium_beans": DEBEZIUM_BEAN_METRICS,
