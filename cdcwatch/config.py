@@ -42,6 +42,7 @@ __all__ = [
     "ReconcileConfig",
     "ReconcileSideConfig",
     "StatusSettings",
+    "StrictModel",
     "TargetConfig",
     "load_config",
     "load_yaml_model",
@@ -80,7 +81,10 @@ class ConfigError(Exception):
         super().__init__(f"invalid configuration in {source}:\n" + "\n".join(f"  {p}" for p in problems))
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Base of every config file's models (exporter, mixin, web): an unknown key is an error, not ignored, and a
+    loaded config cannot change."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -95,7 +99,7 @@ def _check_host(host: str) -> str:
     return host
 
 
-class ListenSettings(_Strict):
+class ListenSettings(StrictModel):
     """Where `/metrics` is served."""
 
     address: str = Field("127.0.0.1", description="Bind address (use 0.0.0.0 to listen on all interfaces).")
@@ -106,7 +110,7 @@ class ListenSettings(_Strict):
     _address = field_validator("address")(_check_host)
 
 
-class JmxSettings(_Strict):
+class JmxSettings(StrictModel):
     """How to reach one JVM's MBean server."""
 
     host: str | None = Field(None, description="JMX host; give `host` + `port`, or `url`.")
@@ -175,7 +179,7 @@ def _check_labels(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-class TargetConfig(_Strict):
+class TargetConfig(StrictModel):
     """One monitored endpoint: today a JVM running Debezium connectors."""
 
     name: str = Field(description="Unique target name; the `target` label of its series.")
@@ -198,7 +202,7 @@ def _check_regexes(patterns: Any) -> Any:
     return patterns
 
 
-class NameFilter(_Strict):
+class NameFilter(StrictModel):
     """Regular expressions (full match) a name must match one of (`allow`) and none of (`deny`)."""
 
     allow: list[str] = Field(default_factory=lambda: [".*"], description="Names to include.")
@@ -211,14 +215,14 @@ class NameFilter(_Strict):
                 and not any(re.fullmatch(p, name) for p in self.deny))
 
 
-class StatusSettings(_Strict):
+class StatusSettings(StrictModel):
     """The sliding window the consumer status (OK/WARN/STALL/STOP/REWIND) is evaluated over."""
 
     window_samples: int = Field(10, ge=3, le=1000, description="Samples (scrapes) per group partition in the window.")
     max_sample_age_seconds: float = Field(3600, gt=0, description="Samples older than this leave the window.")
 
 
-class KafkaClusterConfig(_Strict):
+class KafkaClusterConfig(StrictModel):
     """One Kafka cluster whose consumer groups' lag is collected at scrape time."""
 
     name: str = Field(description="Unique cluster name; the `target` label of its series.")
@@ -250,7 +254,7 @@ class KafkaClusterConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
-class ConnectWorkerConfig(_Strict):
+class ConnectWorkerConfig(StrictModel):
     """A Kafka Connect worker: its REST API (connector and task states) and, optionally, its JMX."""
 
     name: str = Field(description="Unique worker name; the `target` label of its series.")
@@ -279,7 +283,7 @@ class ConnectWorkerConfig(_Strict):
         return self
 
 
-class PostgresSourceConfig(_Strict):
+class PostgresSourceConfig(StrictModel):
     """A PostgreSQL (or YugabyteDB) source whose replication slots are watched, with read-only SQL."""
 
     name: str = Field(description="Unique source name; the `target` label of its series.")
@@ -317,7 +321,7 @@ class PostgresSourceConfig(_Strict):
         return self
 
 
-class MysqlSourceConfig(_Strict):
+class MysqlSourceConfig(StrictModel):
     """A MySQL or MariaDB source whose binary logs are watched, with read-only statements (needs PyMySQL: the `mysql`
     extra)."""
 
@@ -344,7 +348,7 @@ class MysqlSourceConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
-class ReconcileSideConfig(_Strict):
+class ReconcileSideConfig(StrictModel):
     """One side of a reconciled table pair: a PostgreSQL or MySQL/MariaDB table, or the reference apply job's
     target (`format: apply`), read with read-only statements under a row budget."""
 
@@ -389,7 +393,7 @@ class ReconcileSideConfig(_Strict):
         return self
 
 
-class ReconcileConfig(_Strict):
+class ReconcileConfig(StrictModel):
     """A source table and its copy in the target, compared continuously in key-ordered chunks."""
 
     name: str = Field(description="Unique name of the table pair; the `target` label of its series.")
@@ -436,7 +440,7 @@ class ReconcileConfig(_Strict):
         return self
 
 
-class Limits(_Strict):
+class Limits(StrictModel):
     """Bounds on what one scrape may cost."""
 
     max_concurrent_collections: int = Field(16, ge=1, le=1024, description=(
@@ -445,7 +449,7 @@ class Limits(_Strict):
         "Series one target may export per scrape; the rest are dropped and counted in cdcwatch_series_dropped_total."))
 
 
-class Config(_Strict):
+class Config(StrictModel):
     """The whole configuration file."""
 
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
