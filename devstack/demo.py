@@ -145,7 +145,7 @@ class _Quiet:
     page for a healthy pipeline."""
 
     def __init__(self, prometheus_url: str, seconds: float) -> None:
-        from cdcwatch.mixin.preview import PrometheusApi
+        from cdcwatch.promapi import PrometheusApi
 
         self.api = PrometheusApi(prometheus_url, timeout=5)
         self.seconds = seconds
@@ -153,7 +153,7 @@ class _Quiet:
         self.active: list[str] = []
 
     def held(self) -> bool:
-        alerts = self.api.get("/api/v1/alerts")["alerts"]  # pending and firing alike
+        alerts = self.api.alerts()  # pending and firing alike
         self.active = sorted({f"{a['labels']['alertname']} ({a['state']})" for a in alerts})
         if self.active:
             self.since = None
@@ -300,7 +300,7 @@ class DemoStack:
         """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since
         (ready before that, a fault on the apply job would find no stage to stall)."""
         from cdcwatch.mixin.alerts.pipeline import STATE
-        from cdcwatch.mixin.preview import PrometheusApi
+        from cdcwatch.promapi import PrometheusApi
 
         return bool(PrometheusApi(self.prometheus.url).query(f'{STATE}{{server="{SERVER}", stage="apply"}} == 1'))
 

@@ -14,7 +14,7 @@ by stage) the stage histograms leave re-deliveries out. The reference apply job 
 from spark_listeners.decode import EVENT_SCHEMA, decode_events
 from spark_listeners.instrument import OBSERVATION, instrument
 from spark_listeners.listener import CdcMetricsListener
-from spark_listeners.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class
+from spark_listeners.metrics import CommitSpread, SinkOutcome, SparkMetrics
 
 __all__ = ["EVENT_SCHEMA", "OBSERVATION", "CdcMetricsListener", "CommitSpread", "SinkOutcome", "SparkMetrics", "decode_events",
-           "exception_class", "instrument"]
+           "instrument"]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -39,7 +38,7 @@ from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from cdcwatch import failures
+from cdcwatch.failures import KnownExceptions, exception_class
 from cdcwatch.spark import SPARK_METRICS
 from spark_listeners.stages import (
     MEASURED_STAGES,
@@ -52,8 +51,8 @@ from spark_listeners.stages import (
     stage_sum,
 )
 
-__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "CommitSpread", "Histogram", "QueryState", "SinkOutcome",
-           "SparkMetrics", "exception_class"]
+__all__ = ["BATCH_DURATION_BUCKETS", "SPARK_EXCEPTIONS", "CommitSpread", "Histogram", "QueryState", "SinkOutcome",
+           "SparkMetrics"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 QUERY_STATES = ("active", "terminated", "failed")
@@ -69,21 +68,15 @@ def _family(name: str) -> Any:
     return kind(spec.name, spec.help, labels=list(spec.labels))
 
 
-EXCEPTION_CLASSES = ("KafkaIllegalStateException", "DatabaseError", "StreamingQueryException", "PythonException", "SparkException",
-                     "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError", "IntegrityError",
-                     "KafkaException", "TimeoutException", "IllegalStateException")
+SPARK_EXCEPTIONS = KnownExceptions(
+    names=frozenset({"KafkaIllegalStateException", "DatabaseError", "StreamingQueryException", "PythonException",
+                     "SparkException", "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError",
+                     "IntegrityError", "KafkaException", "TimeoutException", "IllegalStateException"}),
+    wrappers=frozenset({"StreamingQueryException", "PythonException", "SparkException"}),
+    packages={"psycopg.errors": "DatabaseError", "psycopg2.errors": "DatabaseError"})
 """Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError;
 Spark's Kafka source reports records lost before they were read as KafkaIllegalStateException);
 anything else reads `other`."""
-_WRAPPERS = frozenset({"StreamingQueryException", "PythonException", "SparkException"})
-_DATABASE_ERROR = re.compile(r"\bpsycopg2?\.errors\.\w+")
-
-
-def exception_class(text: str | None) -> str:
-    """The most telling known exception class in a failure's text (innermost cause first), or `other`."""
-    if text and _DATABASE_ERROR.search(text):
-        return "DatabaseError"
-    return failures.exception_class(text, EXCEPTION_CLASSES, _WRAPPERS)
 
 
 @dataclass(frozen=True)
@@ -214,7 +207,7 @@ class SparkMetrics:
     def terminated(self, name: str, exception: str | None) -> None:
         state = self.query(name)
         state.state = "failed" if exception else "terminated"
-        state.exception = exception_class(exception) if exception else None
+        state.exception = exception_class(exception, SPARK_EXCEPTIONS) if exception else None
 
     def progress(self, name: str, progress: Mapping[str, Any], observed: Mapping[str, Any] | None) -> None:
         """One micro-batch's progress (`StreamingQueryProgress.json` as a dict) and its observed metrics."""

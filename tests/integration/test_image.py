@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
 from devstack.procs import free_port, port_open, wait_for

@@ -20,7 +20,8 @@ import pytest
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards, conditional_exprs
 from cdcwatch.mixin.generate import rules_yaml
-from cdcwatch.mixin.preview import PrometheusApi, render_preview, resolve_variables, substitute
+from cdcwatch.mixin.preview import render_preview, resolve_variables, substitute
+from cdcwatch.promapi import PrometheusApi
 from devstack.connect import ConnectWorker
 from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
 from devstack.procs import free_port, wait_for

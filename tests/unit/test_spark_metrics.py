@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from spark_listeners.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class
+from cdcwatch.failures import exception_class
+from spark_listeners.metrics import SPARK_EXCEPTIONS, CommitSpread, SinkOutcome, SparkMetrics
 from spark_listeners.stages import (
     NEGATIVE_CODE,
     STAGE_CODES,
@@ -136,7 +137,7 @@ def test_mixed_servers_read_mixed() -> None:
     ("plain words", "other"),
 ])
 def test_exception_class_is_one_of_a_fixed_set(text, expected) -> None:
-    assert exception_class(text) == expected
+    assert exception_class(text, SPARK_EXCEPTIONS) == expected
 
 
 def test_failed_and_terminated_states() -> None:
