@@ -33,17 +33,17 @@ _DESCRIPTION = f"""\
 cdcwatch watches change-data-capture pipelines (Debezium → Kafka → Spark) and exports what
 it sees as Prometheus metrics.
 
-  cdcwatch serve --config cdcwatch.yml   serve /metrics (default http://127.0.0.1:{DEFAULT_PORT}/metrics)
-  cdcwatch check --config cdcwatch.yml   scrape every target once and print a table
-  cdcwatch docs metrics|config           print the metrics or configuration reference
-  cdcwatch alerts [--config mixin.yml]   print the Prometheus alert and recording rules
-  cdcwatch mixin generate                write alerts/, alertmanager/, dashboards/, the Helm chart's files/
-                                         and the references in docs/ (what the repository commits)
-  cdcwatch dashboards preview            render the dashboards' panels from a Prometheus
+  cdcwatch serve --config.file cdcwatch.yml   serve /metrics (default http://127.0.0.1:{DEFAULT_PORT}/metrics)
+  cdcwatch check --config.file cdcwatch.yml   scrape every target once and print a table
+  cdcwatch docs metrics|config                print the metrics or configuration reference
+  cdcwatch alerts [--mixin.file mixin.yml]    print the Prometheus alert and recording rules
+  cdcwatch mixin generate                     write alerts/, alertmanager/, dashboards/, the Helm chart's files/
+                                              and the references in docs/ (what the repository commits)
+  cdcwatch dashboards preview                 render the dashboards' panels from a Prometheus
 
+Two YAML files: the exporter's configuration (--config.file: serve, check) and the mixin config
+(--mixin.file: alerts, mixin generate, dashboards preview); see the documentation (docs/).
 The reference Spark apply job is its own command, cdcwatch-apply (the spark extra).
-
-The config file is YAML; see the configuration reference in the documentation (docs/).
 """
 
 
@@ -76,20 +76,20 @@ def _parser() -> argparse.ArgumentParser:
     docs.add_argument("what", choices=["metrics", "config"])
 
     alerts = commands.add_parser("alerts", help="print the alert and recording rules (YAML)")
-    alerts.add_argument("--config", help="mixin config: selectors, thresholds, for durations (YAML)")
+    _mixin_file(alerts)
 
     boards = commands.add_parser("dashboards", help="preview the Grafana dashboards (`mixin generate` writes them)")
     board_commands = boards.add_subparsers(dest="action", required=True, metavar="ACTION")
     preview = board_commands.add_parser("preview", help="render every panel from a Prometheus server into PNGs + one HTML page")
     preview.add_argument("--prometheus", required=True, help="Prometheus base URL, e.g. http://127.0.0.1:9090")
-    preview.add_argument("--config", help="mixin config (YAML)")
+    _mixin_file(preview)
     preview.add_argument("--out", default="dashboard-preview", help="directory for the PNGs and index.html")
     preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
 
     mixin = commands.add_parser("mixin", help="write every generated file: rules, their tests, inhibitions, dashboards, "
                                 "the Helm chart's rules and dashboards, the references in docs/")
     mixin.add_argument("action", choices=["generate"])
-    mixin.add_argument("--config", help="mixin config (YAML)")
+    _mixin_file(mixin)
     mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/, dashboards/ and charts/cdcwatch/files/ "
                        "under; the references in its docs/ pages are rewritten where they have them")
 
@@ -142,22 +142,30 @@ def _docs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _mixin_config(path: str | None) -> MixinConfig:
-    return load_mixin_config(path)
+def _mixin_file(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--mixin.file", dest="mixin_file", help="mixin config: selectors, thresholds, for durations (YAML)")
+    command.add_argument("--config.file", "--config", "-c", dest="config", help=argparse.SUPPRESS)  # refused: not this file
+
+
+def _mixin_config(args: argparse.Namespace) -> MixinConfig:
+    if args.config is not None:
+        raise ConfigError("the command line", [f"--config.file is the exporter's configuration (serve, check); the mixin "
+                                               f"config goes in --mixin.file: --mixin.file {args.config}"])
+    return load_mixin_config(args.mixin_file)
 
 
 def _alerts(args: argparse.Namespace) -> int:
-    print(rules_yaml(_mixin_config(args.config)), end="")
+    print(rules_yaml(_mixin_config(args)), end="")
     return EXIT_OK
 
 
 def _dashboards(args: argparse.Namespace) -> int:
-    print(render_preview(args.prometheus, _mixin_config(args.config), Path(args.out), args.range))
+    print(render_preview(args.prometheus, _mixin_config(args), Path(args.out), args.range))
     return EXIT_OK
 
 
 def _mixin(args: argparse.Namespace) -> int:
-    for path in write_files(_mixin_config(args.config), Path(args.out)):
+    for path in write_files(_mixin_config(args), Path(args.out)):
         print(path)
     return EXIT_OK
 

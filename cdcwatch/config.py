@@ -1,7 +1,7 @@
 """The YAML configuration: loaded once, `${ENV}`-interpolated, validated into typed objects; and the one
 YAML loader (`load_yaml_model`) the web config and the mixin config are read with too.
 
-Every problem is reported as one line naming its key path (``targets[1].jmx.port: expected an
+Every problem is reported as one line naming its key path (``debezium[1].jmx.port: expected an
 integer``); values are never echoed, so secrets cannot leak through an error message.
 """
 
@@ -28,6 +28,7 @@ from pydantic_core import ErrorDetails
 
 __all__ = [
     "DEFAULT_PORT",
+    "MIXIN_SECTIONS",
     "RESERVED_LABELS",
     "WATCH_INTERVAL_SECONDS",
     "Config",
@@ -449,13 +450,18 @@ class Limits(StrictModel):
         "Series one target may export per scrape; the rest are dropped and counted in cdcwatch_series_dropped_total."))
 
 
+MIXIN_SECTIONS = frozenset({"stages", "selectors", "thresholds", "durations", "runbook_base_url", "datasource_uid",
+                            "kubernetes", "grafana_url"})
+"""The top-level keys of a mixin config (`cdcwatch.mixin.MixinConfig`), none of them this file's."""
+
+
 class Config(StrictModel):
     """The whole configuration file."""
 
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
     limits: Limits = Field(default_factory=Limits, description="Concurrency and cardinality bounds.")
-    targets: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
+    debezium: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
     kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
     connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")
     postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(
@@ -465,12 +471,23 @@ class Config(StrictModel):
     reconcile: list[ReconcileConfig] = Field(default_factory=list, description=(
         "Table pairs (source, target) compared continuously: does the target hold what the source holds?"))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _not_another_file(cls, data: Any) -> Any:
+        """An old key or a mixin config read as this one: say what to do instead of listing unknown keys."""
+        if isinstance(data, dict) and "targets" in data:
+            raise ValueError("`targets` is now `debezium` (the JVMs whose Debezium MBeans are read): rename the key")
+        if isinstance(data, dict) and data and set(data) <= MIXIN_SECTIONS:
+            raise ValueError("this is a mixin config (selectors, thresholds, ...): pass it to the mixin commands "
+                             "(`cdcwatch alerts --mixin.file FILE`); serve and check read the exporter's configuration")
+        return data
+
     @model_validator(mode="after")
     def _unique_names(self) -> Config:
-        if not (self.targets or self.kafka or self.connect or self.postgres or self.mysql or self.reconcile):
-            raise ValueError("nothing to scrape: configure at least one of targets, kafka, connect, postgres, mysql or "
+        if not (self.debezium or self.kafka or self.connect or self.postgres or self.mysql or self.reconcile):
+            raise ValueError("nothing to scrape: configure at least one of debezium, kafka, connect, postgres, mysql or "
                              "reconcile")
-        for kind, names in (("target", [t.name for t in self.targets]), ("kafka cluster", [k.name for k in self.kafka]),
+        for kind, names in (("debezium target", [t.name for t in self.debezium]), ("kafka cluster", [k.name for k in self.kafka]),
                             ("connect worker", [c.name for c in self.connect]),
                             ("postgres source", [p.name for p in self.postgres]),
                             ("mysql source", [m.name for m in self.mysql]),

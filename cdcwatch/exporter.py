@@ -88,7 +88,7 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     """One collector per configured JMX target, Kafka cluster, Connect worker, PostgreSQL and MySQL source, reconciled
     table pair."""
     scheduled: list[ScheduledCollector] = []
-    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
+    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.debezium] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
     if jmx_settings:
         from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout, trust_ca_files  # jpype
@@ -97,9 +97,9 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
             trust_ca_files(settings.ca_file for settings, _ in jmx_settings if settings.ca_file is not None)
-    if config.targets:
+    if config.debezium:
         scheduled += [ScheduledCollector(DebeziumCollector(t, make_client(t.jmx, t.timeout_seconds)), t.timeout_seconds)
-                      for t in config.targets]
+                      for t in config.debezium]
     if config.kafka:
         scheduled += [ScheduledCollector(KafkaCollector(k), k.timeout_seconds) for k in config.kafka]
     if config.connect:

@@ -156,7 +156,7 @@ def config_reference() -> str:
 
 
 _EXAMPLE_VALUES = {
-    "targets[].jmx.host": "connect-1", "targets[].jmx.port": 9010, "connect[].jmx.host": "connect-1",
+    "debezium[].jmx.host": "connect-1", "debezium[].jmx.port": 9010, "connect[].jmx.host": "connect-1",
     "connect[].jmx.port": 9011, "kafka[].bootstrap_servers": "kafka-1:9092,kafka-2:9092",
     "connect[].url": "http://connect-1:8083", "postgres[].password": "${PG_PASSWORD}", "mysql[].user": "cdcwatch",
     "mysql[].password": "${MYSQL_PASSWORD}", "connect[].username": "monitor", "connect[].password": "${CONNECT_PASSWORD}",

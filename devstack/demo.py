@@ -243,7 +243,7 @@ class DemoStack:
         self.config_file = base / "cdcwatch.yml"
         self.config_file.write_text(
             f"listen: {{address: 127.0.0.1, port: {self.port}}}\n"
-            f"targets:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
+            f"debezium:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
             f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {self.broker.bootstrap}\n"
             f"    status: {{window_samples: {STATUS_WINDOW_SAMPLES}}}\n"
             f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"

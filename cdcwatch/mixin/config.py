@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, PositiveFloat, field_validator
+from pydantic import Field, PositiveFloat, field_validator, model_validator
 
-from cdcwatch.config import StrictModel, load_yaml_model
+from cdcwatch.config import Config, StrictModel, load_yaml_model
 
 __all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Stages", "Thresholds", "exact", "load_mixin_config"]
 
@@ -150,6 +151,15 @@ class MixinConfig(StrictModel):
     grafana_url: str = ""
     """Grafana's address (`https://grafana.example.com`): each alert's `dashboard_url` is built on it; empty, the
     links are relative to whatever Grafana the alert is read in (`/d/<uid>?var-server=...`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_the_exporters(cls, data: Any) -> Any:
+        """The exporter's configuration given where the mixin config is read: name the flag each one goes to."""
+        if isinstance(data, dict) and set(data) & {*Config.model_fields, "targets"}:
+            raise ValueError("this is the exporter's configuration (debezium, kafka, postgres, ...): serve and check read "
+                             "it (`--config.file FILE`); the mixin commands take a mixin config (`--mixin.file`)")
+        return data
 
     @field_validator("runbook_base_url")
     @classmethod

@@ -32,13 +32,13 @@ def test_version_and_help():
 def test_config_error_exits_2_naming_the_key_and_serves_nothing(tmp_path):
     port = free_port()
     config = tmp_path / "bad.yml"
-    config.write_text(f"listen: {{port: {port}}}\ntargets:\n  - name: a\n    jmx: {{host: 127.0.0.1, port: 1, username: u, "
+    config.write_text(f"listen: {{port: {port}}}\ndebezium:\n  - name: a\n    jmx: {{host: 127.0.0.1, port: 1, username: u, "
                       "password: '${CDCWATCH_TEST_PW}'}\n  - name: b\n    jmx: {host: 127.0.0.1, port: x}\n")
     env = {"CDCWATCH_TEST_PW": "very-secret-pw", "PATH": "/usr/bin:/bin"}
     for command in ("check", "serve"):
         done = run(command, "--config", str(config), env=env)
         assert done.returncode == 2
-        assert "targets[1].jmx.port: expected an integer" in done.stderr
+        assert "debezium[1].jmx.port: expected an integer" in done.stderr
         assert "very-secret-pw" not in done.stderr + done.stdout
     assert not port_open(port)
     assert run("check", "--config", str(tmp_path / "missing.yml")).returncode == 2
@@ -46,7 +46,7 @@ def test_config_error_exits_2_naming_the_key_and_serves_nothing(tmp_path):
 
 def test_check_exits_1_when_a_target_is_down(tmp_path):
     config = tmp_path / "down.yml"
-    config.write_text(f"targets:\n  - name: nobody-home\n    timeout_seconds: 5\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
+    config.write_text(f"debezium:\n  - name: nobody-home\n    timeout_seconds: 5\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
     done = run("check", "--config", str(config))
     assert done.returncode == 1, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("nobody-home"))
@@ -59,7 +59,7 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
     no_ca = "".join(f"      {k}: '{v}'\n" for k, v in kafka.secure_client_settings().items() if k != "ssl.ca.location")
     config = tmp_path / "down.yml"
     config.write_text(
-        f"targets:\n  - name: jmx-refused\n    jmx: {{host: 127.0.0.1, port: {closed}}}\n"
+        f"debezium:\n  - name: jmx-refused\n    jmx: {{host: 127.0.0.1, port: {closed}}}\n"
         f"  - name: jmx-nowhere\n    jmx: {{host: {nowhere}, port: 9010}}\n"
         # (no Kafka target with an unknown host: librdkafka resolves names in its broker thread, and on a busy
         # machine its answer can come after the collection's deadline, which then reads "timed out")
@@ -91,7 +91,7 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
 
 
 def test_serve_landing_page_metrics_and_404(serve_factory):
-    serve = serve_factory(f"targets:\n  - name: nobody-home\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
+    serve = serve_factory(f"debezium:\n  - name: nobody-home\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
     base = f"http://127.0.0.1:{serve.port}"
     assert b'href="/metrics"' in urllib.request.urlopen(base + "/", timeout=10).read()
     text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()

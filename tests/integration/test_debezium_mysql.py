@@ -28,7 +28,7 @@ def test_schema_history_running_and_changes_applied_equal_ddl(mariadb, stack_dir
     connector = DebeziumProcess(state, free_port(), props)
     connector.start()
     try:
-        serve = serve_factory(f"targets:\n  - name: maria\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n")
+        serve = serve_factory(f"debezium:\n  - name: maria\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n")
 
         def streaming():
             values = serve.scrape()

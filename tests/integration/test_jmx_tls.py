@@ -51,7 +51,7 @@ def target(name: str, port: int, tls: str) -> str:
 def test_tls_with_a_private_ca_and_credentials(tls_connector, serve_factory, stack_dir, monkeypatch) -> None:
     process, pki = tls_connector
     monkeypatch.setenv("CDCW_JMX_TLS_PASSWORD", SECRET)
-    trusted = serve_factory("targets:\n" + target("tls", process.jmx_port, f", ssl: true, ca_file: {pki.ca}"),
+    trusted = serve_factory("debezium:\n" + target("tls", process.jmx_port, f", ssl: true, ca_file: {pki.ca}"),
                             "--log.level", "debug")
     wait_for(lambda: value(trusted.scrape(), "cdcwatch_debezium_mbeans", target="tls") or 0, 60, "the Debezium beans over TLS")
     good = trusted.text()
@@ -59,7 +59,7 @@ def test_tls_with_a_private_ca_and_credentials(tls_connector, serve_factory, sta
     assert value(parse(good), "cdcwatch_debezium_snapshot_state", target="tls", state="completed") is not None
 
     other = make_pki(stack_dir / "other-pki", names=(), ca_name="some other CA")
-    untrusted = serve_factory("targets:\n" + target("wrong-ca", process.jmx_port, f", ssl: true, ca_file: {other.ca}")
+    untrusted = serve_factory("debezium:\n" + target("wrong-ca", process.jmx_port, f", ssl: true, ca_file: {other.ca}")
                               + target("default-trust", process.jmx_port, ", ssl: true")
                               + target("no-tls", process.jmx_port, ""), "--log.level", "debug")
     bad = untrusted.text()

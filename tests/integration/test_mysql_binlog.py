@@ -71,7 +71,7 @@ def test_binlog_runway_of_a_stopped_connector(mariadb, stack_dir, serve_factory)
     try:
         connector.start()
         serve = serve_factory(
-            f"targets:\n  - name: binjvm\n    timeout_seconds: 1.5\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
+            f"debezium:\n  - name: binjvm\n    timeout_seconds: 1.5\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
             f"mysql:\n  - name: maria\n    port: {mariadb.port}\n    user: {mariadb.user}\n    password: {mariadb.password}\n"
             f"    server: {SERVER}\n    timeout_seconds: 1.5\n"
             f"  - name: gone\n    port: {free_port()}\n    user: nobody\n    timeout_seconds: 1\n")

@@ -64,7 +64,7 @@ def observed(postgres, kafka, mariadb, stack_dir):
         # every collector's deadline stays below Prometheus' scrape timeout (SCRAPE): a dead target must read
         # up 0 in a scrape that succeeds, not make the whole scrape time out
         serve = Serve(
-            f"targets:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
+            f"debezium:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
             f"  - name: maria\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {maria.jmx_port}}}\n"
             f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {kafka.bootstrap}\n"
             f"connect:\n  - name: worker\n    timeout_seconds: 2\n    url: {worker.url}\n"

@@ -33,7 +33,7 @@ PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 README_MAX_LINES = 200
 PENDING_PAGES: set[str] = set()
 """Pages the README links to that are being written beside it (the container image, the Helm chart)."""
-COLLECTOR_SECTIONS = ("listen", "targets", "connect", "kafka", "postgres", "mysql")
+COLLECTOR_SECTIONS = ("listen", "debezium", "connect", "kafka", "postgres", "mysql")
 _ENV_REF = re.compile(r"\$\{(\w+)(?::-[^}]*)?\}")
 
 
@@ -65,7 +65,7 @@ def test_readme_configuration_is_the_typical_deployment_and_loads() -> None:
     assert len(configs) == 1, "the README shows one exporter configuration"
     text = configs[0]
     config = parse_config(text, "README.md", env={name: "secret" for name in _ENV_REF.findall(text)})
-    assert (len(config.targets), len(config.connect), len(config.kafka), len(config.postgres)) == (1, 1, 1, 1)
+    assert (len(config.debezium), len(config.connect), len(config.kafka), len(config.postgres)) == (1, 1, 1, 1)
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if exporter_configs(p)], ids=lambda p: str(p.relative_to(ROOT)))
