@@ -72,3 +72,17 @@ def test_the_mixin_sections_the_exporter_recognizes_are_the_mixin_configs() -> N
     from cdcwatch.mixin import MixinConfig
 
     assert set(MixinConfig.model_fields) == MIXIN_SECTIONS
+
+
+def test_a_built_configuration_loads_as_written() -> None:
+    from devstack.configs import exporter_config, jmx_target
+
+    config = parse_config(exporter_config(
+        limits={"max_series_per_target": 3},
+        debezium=[jmx_target("a", 9010, jmx={"username": "u", "password": "${PW}"}, timeout_seconds=2.5, labels={"env": "x"})],
+        kafka=None), env={"PW": "pw"})
+    (target,) = config.debezium
+    assert (target.name, target.jmx.host, target.jmx.port, target.jmx.username) == ("a", "127.0.0.1", 9010, "u")
+    assert target.jmx.password is not None and target.jmx.password.get_secret_value() == "pw"
+    assert (target.timeout_seconds, target.labels, config.limits.max_series_per_target) == (2.5, {"env": "x"}, 3)
+    assert config.kafka == []

@@ -89,3 +89,10 @@ def test_the_exporter_package_imports_nothing_of_spark() -> None:
     stray = {str(path.relative_to(ROOT)): sorted(name for name in _imported_modules(path) if name.split(".")[0] in _BLOCKED)
              for path in sorted((ROOT / "cdcwatch").rglob("*.py"))}
     assert {path: names for path, names in stray.items() if names} == {}
+
+
+def test_the_listeners_pure_python_modules_import_without_pyspark() -> None:
+    """The listener's metrics and stages are tested (and the metric specs checked) where the spark extra is absent."""
+    code = "import sys\nsys.modules['pyspark'] = None\nimport spark_listeners.metrics, spark_listeners.observation, spark_listeners.stages"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
