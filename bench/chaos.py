@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cdcwatch.promapi import PrometheusApi  # noqa: E402
 from devstack.demo import DemoStack  # noqa: E402
 from devstack.demo_settings import CHANGES_TOPIC, SCRAPE_INTERVAL  # noqa: E402
 from devstack.procs import StackError, free_port, wait_for  # noqa: E402
@@ -206,9 +207,7 @@ class Monitor(threading.Thread):
 
 def firing(prometheus: str, alerts: tuple[tuple[str, dict[str, str]], ...]) -> str:
     """The name of an expected alert firing now, or ''."""
-    with urllib.request.urlopen(prometheus + "/api/v1/alerts", timeout=5) as response:
-        active = json.loads(response.read())["data"]["alerts"]
-    for entry in active:
+    for entry in PrometheusApi(prometheus, timeout=5).alerts():
         for name, labels in alerts:
             if entry["state"] == "firing" and entry["labels"].get("alertname") == name and \
                     all(entry["labels"].get(k) == v for k, v in labels.items()):

@@ -102,7 +102,7 @@ def main() -> int:
 
         port = free_port()
         config = base / "cdcwatch.yml"
-        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n" + "".join(
+        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n" + "".join(
             f"  - name: connect{jvm}\n    timeout_seconds: 30\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
             for jvm, worker in enumerate(workers)))
         serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(config)],

@@ -161,7 +161,7 @@ def main() -> int:
 
         port = free_port()
         config = base / "cdcwatch.yml"
-        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n  - name: connect\n"
+        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n  - name: connect\n"
                           f"    timeout_seconds: 30\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
         serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(config)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -172,7 +172,7 @@ def main() -> int:
         from cdcwatch.exporter import build_collectors
 
         collector = build_collectors(Config.model_validate(
-            {"targets": [{"name": "connect", "jmx": {"host": "127.0.0.1", "port": worker.jmx_port}}]}))[0].collector
+            {"debezium": [{"name": "connect", "jmx": {"host": "127.0.0.1", "port": worker.jmx_port}}]}))[0].collector
         collector.collect()  # warm-up: connection, first class loads
 
         answers: list[str] = []

@@ -72,6 +72,7 @@ from bench.chaos import converge  # noqa: E402
 from devstack.demo import DemoStack, _Traffic  # noqa: E402
 from devstack.demo_settings import APPLY_LAG_THRESHOLD_SECONDS, CHANGES_TOPIC, SCRAPE_INTERVAL  # noqa: E402
 from devstack.procs import free_port, rss_mib  # noqa: E402
+from devstack.samples import largest, parse  # noqa: E402
 
 DEADLINE = float(SCRAPE_INTERVAL.rstrip("s"))
 DEMO_TICK = 0.5
@@ -185,16 +186,6 @@ def live_heap_mib(pid: int) -> float:
     return int(found.group(1)) / 1024 if found else float("nan")
 
 
-def gauge(text: str, name: str, **labels: str) -> float | None:
-    """The largest value of the series `name` whose labels include `labels`."""
-    values = []
-    for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            if all(f'{k}="{v}"' in line for k, v in labels.items()):
-                values.append(float(line.rsplit(" ", 1)[1]))
-    return max(values) if values else None
-
-
 class Monitor:
     """Every second, each in its own thread: a scrape of cdcwatch (deadline DEADLINE, every collector up) and a
     read of the listener's /metrics (its apply lag). A collector down during the warm-up (the first
@@ -248,7 +239,7 @@ class Monitor:
     def _read_listener(self) -> None:
         self.listener_reads += 1
         try:
-            lag = gauge(self.stack.apply.metrics(), "cdcwatch_spark_apply_lag_seconds", percentile="max")
+            lag = largest(parse(self.stack.apply.metrics()), "cdcwatch_spark_apply_lag_seconds", percentile="max")
         except Exception as exc:
             self.failures.append(f"{time.strftime('%H:%M:%S')} read of the listener's /metrics failed: {exc}")
             return

@@ -30,7 +30,7 @@ from devstack.samples import parse, value  # noqa: E402
 def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     config = workdir / f"{backend}.yml"
-    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n  - name: {backend}\n"
+    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n  - name: {backend}\n"
                       f"    timeout_seconds: 30\n    jmx: {{url: '{jmx_url}', backend: {backend}}}\n")
     process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

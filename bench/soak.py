@@ -88,7 +88,7 @@ def main() -> int:
     port = free_port()
     config = work / "cdcwatch.yml"
     config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\n"
-                      f"targets:\n  - name: garbage\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {garbage_server()}}}\n"
+                      f"debezium:\n  - name: garbage\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {garbage_server()}}}\n"
                       f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {pg.port}\n"
                       f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {broker.bootstrap}\n")
     serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],

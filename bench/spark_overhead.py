@@ -54,8 +54,8 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
 
-    from cdcwatch.spark.apply import spark_session
     from spark_listeners import CdcMetricsListener, decode_events, instrument
+    from spark_listeners.apply import spark_session
 
     base = Path(tempfile.mkdtemp(prefix="cdcwatch-bench-spark-"))
     broker = KafkaBroker(base / "broker")

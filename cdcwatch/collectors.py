@@ -137,7 +137,7 @@ def _debezium(target: TargetConfig) -> DebeziumCollector:
 
 
 COLLECTORS: tuple[CollectorEntry, ...] = (
-    CollectorEntry("debezium", "targets", "target", "the JVM's JMX agent", _debezium,
+    CollectorEntry("debezium", "debezium", "debezium target", "the JVM's JMX agent", _debezium,
                    (DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS), _debezium_reference,
                    series_labels=("plugin", "server", "context", "task", "database")),
     CollectorEntry("kafka", "kafka", "kafka cluster", "the Kafka broker", KafkaCollector, (KAFKA_METRICS,),

@@ -1,7 +1,7 @@
 """The YAML configuration: loaded once, `${ENV}`-interpolated, validated into typed objects; and the one
 YAML loader (`load_yaml_model`) the web config and the mixin config are read with too.
 
-Every problem is reported as one line naming its key path (``targets[1].jmx.port: expected an
+Every problem is reported as one line naming its key path (``debezium[1].jmx.port: expected an
 integer``); values are never echoed, so secrets cannot leak through an error message.
 """
 
@@ -28,6 +28,7 @@ from pydantic_core import ErrorDetails
 
 __all__ = [
     "DEFAULT_PORT",
+    "MIXIN_SECTIONS",
     "WATCH_INTERVAL_SECONDS",
     "Config",
     "ConfigError",
@@ -41,6 +42,7 @@ __all__ = [
     "ReconcileConfig",
     "ReconcileSideConfig",
     "StatusSettings",
+    "StrictModel",
     "TargetConfig",
     "load_config",
     "load_yaml_model",
@@ -71,7 +73,10 @@ class ConfigError(Exception):
         super().__init__(f"invalid configuration in {source}:\n" + "\n".join(f"  {p}" for p in problems))
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """Base of every config file's models (exporter, mixin, web): an unknown key is an error, not ignored, and a
+    loaded config cannot change."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -86,7 +91,7 @@ def _check_host(host: str) -> str:
     return host
 
 
-class ListenSettings(_Strict):
+class ListenSettings(StrictModel):
     """Where `/metrics` is served."""
 
     address: str = Field("127.0.0.1", description="Bind address (use 0.0.0.0 to listen on all interfaces).")
@@ -97,7 +102,7 @@ class ListenSettings(_Strict):
     _address = field_validator("address")(_check_host)
 
 
-class JmxSettings(_Strict):
+class JmxSettings(StrictModel):
     """How to reach one JVM's MBean server."""
 
     host: str | None = Field(None, description="JMX host; give `host` + `port`, or `url`.")
@@ -169,7 +174,7 @@ def _check_labels(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-class TargetConfig(_Strict):
+class TargetConfig(StrictModel):
     """One monitored endpoint: today a JVM running Debezium connectors."""
 
     name: str = Field(description="Unique target name; the `target` label of its series.")
@@ -192,7 +197,7 @@ def _check_regexes(patterns: Any) -> Any:
     return patterns
 
 
-class NameFilter(_Strict):
+class NameFilter(StrictModel):
     """Regular expressions (full match) a name must match one of (`allow`) and none of (`deny`)."""
 
     allow: list[str] = Field(default_factory=lambda: [".*"], description="Names to include.")
@@ -205,7 +210,7 @@ class NameFilter(_Strict):
                 and not any(re.fullmatch(p, name) for p in self.deny))
 
 
-class StatusSettings(_Strict):
+class StatusSettings(StrictModel):
     """The sliding window the consumer status (OK/WARN/STALL/STOP/REWIND) is evaluated over."""
 
     enabled: bool = Field(True, description=(
@@ -215,7 +220,7 @@ class StatusSettings(_Strict):
     max_sample_age_seconds: float = Field(3600, gt=0, description="Samples older than this leave the window.")
 
 
-class KafkaClusterConfig(_Strict):
+class KafkaClusterConfig(StrictModel):
     """One Kafka cluster whose consumer groups' lag is collected at scrape time."""
 
     name: str = Field(description="Unique cluster name; the `target` label of its series.")
@@ -252,7 +257,7 @@ class KafkaClusterConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
-class ConnectWorkerConfig(_Strict):
+class ConnectWorkerConfig(StrictModel):
     """A Kafka Connect worker: its REST API (connector and task states) and, optionally, its JMX."""
 
     name: str = Field(description="Unique worker name; the `target` label of its series.")
@@ -281,7 +286,7 @@ class ConnectWorkerConfig(_Strict):
         return self
 
 
-class PostgresSourceConfig(_Strict):
+class PostgresSourceConfig(StrictModel):
     """A PostgreSQL (or YugabyteDB) source whose replication slots are watched, with read-only SQL."""
 
     name: str = Field(description="Unique source name; the `target` label of its series.")
@@ -319,7 +324,7 @@ class PostgresSourceConfig(_Strict):
         return self
 
 
-class MysqlSourceConfig(_Strict):
+class MysqlSourceConfig(StrictModel):
     """A MySQL or MariaDB source whose binary logs are watched, with read-only statements (needs PyMySQL: the `mysql`
     extra)."""
 
@@ -346,7 +351,7 @@ class MysqlSourceConfig(_Strict):
     _labels = field_validator("labels")(_check_labels)
 
 
-class ReconcileSideConfig(_Strict):
+class ReconcileSideConfig(StrictModel):
     """One side of a reconciled table pair: a PostgreSQL or MySQL/MariaDB table, or the reference apply job's
     target (`format: apply`), read with read-only statements under a row budget."""
 
@@ -391,7 +396,7 @@ class ReconcileSideConfig(_Strict):
         return self
 
 
-class ReconcileConfig(_Strict):
+class ReconcileConfig(StrictModel):
     """A source table and its copy in the target, compared continuously in key-ordered chunks."""
 
     name: str = Field(description="Unique name of the table pair; the `target` label of its series.")
@@ -438,7 +443,7 @@ class ReconcileConfig(_Strict):
         return self
 
 
-class Limits(_Strict):
+class Limits(StrictModel):
     """Bounds on what one scrape may cost."""
 
     max_concurrent_collections: int = Field(16, ge=1, le=1024, description=(
@@ -447,13 +452,18 @@ class Limits(_Strict):
         "Series one target may export per scrape; the rest are dropped and counted in cdcwatch_series_dropped_total."))
 
 
-class Config(_Strict):
+MIXIN_SECTIONS = frozenset({"stages", "selectors", "thresholds", "durations", "runbook_base_url", "datasource_uid",
+                            "kubernetes", "grafana_url"})
+"""The top-level keys of a mixin config (`cdcwatch.mixin.MixinConfig`), none of them this file's."""
+
+
+class Config(StrictModel):
     """The whole configuration file."""
 
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
     limits: Limits = Field(default_factory=Limits, description="Concurrency and cardinality bounds.")
-    targets: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
+    debezium: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
     kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
     connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")
     postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(
@@ -462,6 +472,17 @@ class Config(_Strict):
         "MySQL / MariaDB sources whose binary logs are watched."))
     reconcile: list[ReconcileConfig] = Field(default_factory=list, description=(
         "Table pairs (source, target) compared continuously: does the target hold what the source holds?"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_another_file(cls, data: Any) -> Any:
+        """An old key or a mixin config read as this one: say what to do instead of listing unknown keys."""
+        if isinstance(data, dict) and "targets" in data:
+            raise ValueError("`targets` is now `debezium` (the JVMs whose Debezium MBeans are read): rename the key")
+        if isinstance(data, dict) and data and set(data) <= MIXIN_SECTIONS:
+            raise ValueError("this is a mixin config (selectors, thresholds, ...): pass it to the mixin commands "
+                             "(`cdcwatch alerts --mixin.file FILE`); serve and check read the exporter's configuration")
+        return data
 
     @model_validator(mode="after")
     def _unique_names(self) -> Config:

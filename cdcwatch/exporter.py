@@ -96,7 +96,7 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
     """One collector per configured target of every registered kind (cdcwatch/collectors.py), in the registry's
     order."""
     scheduled: list[ScheduledCollector] = []
-    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets] + [
+    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.debezium] + [
         (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
     if jmx_settings:
         from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout, trust_ca_files  # jpype

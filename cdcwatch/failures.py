@@ -15,10 +15,11 @@ import errno
 import re
 import socket
 import ssl
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["FailureKind", "TargetFailure", "classify", "describe", "exception_class"]
+__all__ = ["FailureKind", "KnownExceptions", "TargetFailure", "classify", "describe", "exception_class"]
 
 
 class FailureKind(Enum):
@@ -157,18 +158,32 @@ _QUALIFIED_CLASS = re.compile(r"([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)")
 _CLASS_NAME = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Exception|Error))\b")
 
 
-def exception_class(text: str | None, known: Collection[str] | None = None,
-                    wrappers: Collection[str] = ()) -> str:
+@dataclass(frozen=True)
+class KnownExceptions:
+    """The fixed set of exception class names an `exception` label may take, so its values stay bounded."""
+
+    names: frozenset[str]
+    wrappers: frozenset[str] = frozenset()
+    """Names that only wrap the cause (a Spark query's StreamingQueryException): read only when no other is named."""
+    packages: Mapping[str, str] = field(default_factory=dict)
+    """A package of exception classes → the name any class of it reads as (`psycopg.errors` → DatabaseError); a
+    class of one of them wins over every name."""
+
+
+def exception_class(text: str | None, known: KnownExceptions | None = None) -> str:
     """A bounded `exception` label value read from a failure's text, never free text; `other` when none is found.
 
     Without `known`: the first (outermost) fully qualified class of a Java stack trace, as Kafka Connect reports
-    a task's. With `known` (a fixed set of simple names): the innermost one named, wrappers only when nothing
-    else is, as a Spark query's failure nests its cause.
+    a task's. With `known`: a class of one of its packages, else the innermost of its names, wrappers only when
+    nothing else is named, as a Spark query's failure nests its cause.
     """
     text = (text or "").strip()
     if known is None:
         match = _QUALIFIED_CLASS.match(text)
         return match.group(1)[:200] if match else OTHER
-    named: list[str] = [name for name in _CLASS_NAME.findall(text) if name in known]
-    specific = [name for name in named if name not in wrappers]
+    for package, name in known.packages.items():
+        if re.search(rf"\b{re.escape(package)}\.\w+", text):
+            return name
+    named: list[str] = [name for name in _CLASS_NAME.findall(text) if name in known.names]
+    specific = [name for name in named if name not in known.wrappers]
     return (specific or named or [OTHER])[-1]

@@ -18,8 +18,7 @@ from cdcwatch.collectors import COLLECTORS
 from cdcwatch.config import Config
 from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.families import reference_row
-from cdcwatch.spark import DEFAULT_METRICS_PORT
-from cdcwatch.spark.metrics import SPARK_METRICS
+from cdcwatch.spark import DEFAULT_METRICS_PORT, SPARK_METRICS
 
 __all__ = ["DOCS_PAGES", "config_page", "config_reference", "example_config", "metric_types", "metrics_page",
            "metrics_reference"]
@@ -109,7 +108,7 @@ def config_reference() -> str:
 
 
 _EXAMPLE_VALUES = {
-    "targets[].jmx.host": "connect-1", "targets[].jmx.port": 9010, "connect[].jmx.host": "connect-1",
+    "debezium[].jmx.host": "connect-1", "debezium[].jmx.port": 9010, "connect[].jmx.host": "connect-1",
     "connect[].jmx.port": 9011, "kafka[].bootstrap_servers": "kafka-1:9092,kafka-2:9092",
     "connect[].url": "http://connect-1:8083", "postgres[].password": "${PG_PASSWORD}", "mysql[].user": "cdcwatch",
     "mysql[].password": "${MYSQL_PASSWORD}", "connect[].username": "monitor", "connect[].password": "${CONNECT_PASSWORD}",

@@ -25,18 +25,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import bcrypt
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
-from cdcwatch.config import ConfigError, load_yaml_model
+from cdcwatch.config import ConfigError, StrictModel, load_yaml_model
 
 __all__ = ["TlsServerConfig", "WebConfig", "load_web_config", "require_basic_auth", "server_ssl_context"]
 
 ClientAuth = Literal["NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
                      "RequireAndVerifyClientCert"]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 def _bcrypt(hashed: str) -> str:
@@ -48,7 +44,7 @@ def _bcrypt(hashed: str) -> str:
 BcryptHash = Annotated[str, AfterValidator(_bcrypt)]
 
 
-class TlsServerConfig(_Strict):
+class TlsServerConfig(StrictModel):
     cert_file: str
     key_file: str
     client_ca_file: str | None = None
@@ -62,7 +58,7 @@ class TlsServerConfig(_Strict):
         return self
 
 
-class WebConfig(_Strict):
+class WebConfig(StrictModel):
     tls_server_config: TlsServerConfig | None = None
     basic_auth_users: dict[str, BcryptHash] = Field(default_factory=dict)
 

@@ -145,7 +145,7 @@ class _Quiet:
     page for a healthy pipeline."""
 
     def __init__(self, prometheus_url: str, seconds: float) -> None:
-        from cdcwatch.mixin.preview import PrometheusApi
+        from cdcwatch.promapi import PrometheusApi
 
         self.api = PrometheusApi(prometheus_url, timeout=5)
         self.seconds = seconds
@@ -153,7 +153,7 @@ class _Quiet:
         self.active: list[str] = []
 
     def held(self) -> bool:
-        alerts = self.api.get("/api/v1/alerts")["alerts"]  # pending and firing alike
+        alerts = self.api.alerts()  # pending and firing alike
         self.active = sorted({f"{a['labels']['alertname']} ({a['state']})" for a in alerts})
         if self.active:
             self.since = None
@@ -243,7 +243,7 @@ class DemoStack:
         self.config_file = base / "cdcwatch.yml"
         self.config_file.write_text(
             f"listen: {{address: 127.0.0.1, port: {self.port}}}\n"
-            f"targets:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
+            f"debezium:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
             f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {self.broker.bootstrap}\n"
             f"    status: {{window_samples: {STATUS_WINDOW_SAMPLES}}}\n"
             f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"
@@ -300,7 +300,7 @@ class DemoStack:
         """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since
         (ready before that, a fault on the apply job would find no stage to stall)."""
         from cdcwatch.mixin.alerts.pipeline import STATE
-        from cdcwatch.mixin.preview import PrometheusApi
+        from cdcwatch.promapi import PrometheusApi
 
         return bool(PrometheusApi(self.prometheus.url).query(f'{STATE}{{server="{SERVER}", stage="apply"}} == 1'))
 

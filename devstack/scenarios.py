@@ -37,6 +37,7 @@ from devstack.demo_settings import (
     SNAPSHOT_TABLE,
     STATUS_WINDOW_SAMPLES,
 )
+from devstack.samples import Values, largest, parse, total
 
 __all__ = ["SCENARIOS", "Scenario", "ScenarioReport", "kill_connect_between_flushes", "restart_connect_with_replay",
            "run_scenario"]
@@ -119,18 +120,13 @@ REPLAYED_SECONDS = 10.0
 
 def _apply_readings(stack: Any) -> tuple[float, float, float] | None:
     """(duplicates counted, when the last batch was applied, its oldest change's commit time by the apply lag)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    values: dict[str, float] = {}
-    for family in text_string_to_metric_families(stack.apply.metrics()):
-        for sample in family.samples:
-            if sample.name in ("cdcwatch_spark_duplicates_total", "cdcwatch_spark_last_progress_timestamp_seconds") or (
-                    sample.name == "cdcwatch_spark_apply_lag_seconds" and sample.labels.get("percentile") == "max"):
-                values[sample.name] = values.get(sample.name, 0.0) + sample.value
-    if len(values) < 3:
+    values = parse(stack.apply.metrics())
+    duplicates = total(values, "cdcwatch_spark_duplicates_total")
+    progress = total(values, "cdcwatch_spark_last_progress_timestamp_seconds")
+    lag = total(values, "cdcwatch_spark_apply_lag_seconds", percentile="max")
+    if duplicates is None or progress is None or lag is None:
         return None
-    progress = values["cdcwatch_spark_last_progress_timestamp_seconds"]
-    return values["cdcwatch_spark_duplicates_total"], progress, progress - values["cdcwatch_spark_apply_lag_seconds"]
+    return duplicates, progress, progress - lag
 
 
 def restart_connect_with_replay(stack: Any) -> float:
@@ -211,17 +207,9 @@ def _burst(stack: Any) -> None:
 _SNAPSHOTTED = SNAPSHOT_TABLE
 
 
-def _scraped(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    from prometheus_client.parser import text_string_to_metric_families
-
+def _scraped(url: str) -> Values:
     with urllib.request.urlopen(url, timeout=10) as response:
-        text = response.read().decode()
-    return {(s.name, frozenset(s.labels.items())): s.value for f in text_string_to_metric_families(text) for s in f.samples}
-
-
-def _sample(values: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float | None:
-    found = [v for (n, ls), v in values.items() if n == name and set(labels.items()) <= ls]
-    return max(found) if found else None
+        return parse(response.read().decode())
 
 
 def _signal(stack: Any, *signals: tuple[str, dict[str, Any]]) -> None:
@@ -235,7 +223,7 @@ def _start_snapshot(stack: Any) -> float:
     the first chunk when it reads the execute-snapshot signal, then pauses before the next one. The snapshot stays
     at its first chunk (SNAPSHOT_CHUNK_ROWS of SNAPSHOT_TABLE_ROWS rows) until the check resumes it, however fast
     or loaded the machine (the traffic writes customers meanwhile)."""
-    stack.scenario_baseline = {"rows_scanned": _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_snapshot_rows_scanned_total",
+    stack.scenario_baseline = {"rows_scanned": largest(_scraped(stack.info["metrics"]), "cdcwatch_debezium_snapshot_rows_scanned_total",
                                                        server=SERVER, table=_SNAPSHOTTED) or 0.0, "resumed": 0.0}
     _signal(stack, ("execute-snapshot", {"data-collections": [_SNAPSHOTTED], "type": "incremental"}),
             ("pause-snapshot", {"type": "incremental"}))
@@ -259,7 +247,7 @@ _PROGRESS = {"progress_ratio": "table:cdcwatch_debezium_snapshot_progress:ratio{
 def _progress_recorded(stack: Any, start: float, end: float) -> list[tuple[float, dict[str, float]]]:
     """Every evaluation from start to end (a range query at the evaluation interval) at which all of _PROGRESS held,
     with their values."""
-    from cdcwatch.mixin.preview import PrometheusApi
+    from cdcwatch.promapi import PrometheusApi
 
     api = PrometheusApi(stack.prometheus.url, timeout=10)
     step = float(SCRAPE_INTERVAL.rstrip("s"))
@@ -291,7 +279,7 @@ def check_snapshot(stack: Any) -> dict[str, Any]:
         # series starts with this snapshot, so its first chunk alone shows none: once Prometheus has scraped the
         # paused count, one more chunk is let through (resume and pause in one transaction: Debezium reads a chunk
         # when it resumes, then pauses again).
-        now = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
+        now = largest(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
         seen = _query(stack.prometheus.url, f'max(cdcwatch_debezium_snapshot_rows_scanned_total{{server="{SERVER}", '
                                             f'table="{_SNAPSHOTTED}"}})')
         if now and seen == now and time.monotonic() - max(stepped, default=0.0) > 2 * interval and len(stepped) < 5:
@@ -300,12 +288,12 @@ def check_snapshot(stack: Any) -> dict[str, Any]:
         return None
 
     held = wait_for(recorded, 60, "snapshot progress below 1 with a scan rate and an ETA in Prometheus", interval=1)
-    paused_scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total",
+    paused_scanned = largest(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total",
                              server=SERVER, table=_SNAPSHOTTED)
     _resume_snapshot(stack)
-    wait_for(lambda: _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_state", state="completed", server=SERVER) == 1,
+    wait_for(lambda: largest(_scraped(metrics), "cdcwatch_debezium_snapshot_state", state="completed", server=SERVER) == 1,
              120, "the incremental snapshot to complete", interval=0.5)
-    scanned = _sample(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
+    scanned = largest(_scraped(metrics), "cdcwatch_debezium_snapshot_rows_scanned_total", server=SERVER, table=_SNAPSHOTTED)
     counted = int(stack.source.sql(f"SELECT count(*) FROM {_SNAPSHOTTED}"))
     assert scanned == counted, f"the snapshot scanned {scanned} rows of {_SNAPSHOTTED}; count(*) says {counted}"
     figures = held[0][1]
@@ -322,8 +310,8 @@ _COLUMN = "tier"
 
 
 def _add_column(stack: Any) -> float:
-    stack.scenario_baseline = {"malformed": _sample(_scraped(stack.apply.metrics_url), "cdcwatch_spark_malformed_events_total") or 0.0,
-                               "erroneous": _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_erroneous_events_total",
+    stack.scenario_baseline = {"malformed": largest(_scraped(stack.apply.metrics_url), "cdcwatch_spark_malformed_events_total") or 0.0,
+                               "erroneous": largest(_scraped(stack.info["metrics"]), "cdcwatch_debezium_erroneous_events_total",
                                                     server=SERVER) or 0.0}
     with stack.traffic.writing:  # no insert between reading the last id and the ALTER
         stack.scenario_baseline["last_id"] = float(stack.source.sql("SELECT max(id) FROM customers"))
@@ -360,8 +348,8 @@ def check_schema_change(stack: Any) -> dict[str, Any]:
                             "FROM cdcwatch_apply.rows WHERE table_id = 'postgres.public.customers' AND NOT deleted")
     with_column, without = (int(n) for n in shapes.split())
     assert with_column > 0 and without > 0, f"target rows with the column: {with_column}, without: {without}"
-    malformed = _sample(_scraped(stack.apply.metrics_url), "cdcwatch_spark_malformed_events_total") or 0.0
-    erroneous = _sample(_scraped(stack.info["metrics"]), "cdcwatch_debezium_erroneous_events_total", server=SERVER) or 0.0
+    malformed = largest(_scraped(stack.apply.metrics_url), "cdcwatch_spark_malformed_events_total") or 0.0
+    erroneous = largest(_scraped(stack.info["metrics"]), "cdcwatch_debezium_erroneous_events_total", server=SERVER) or 0.0
     assert (malformed, erroneous) == (stack.scenario_baseline["malformed"], stack.scenario_baseline["erroneous"]), (
         f"malformed events {stack.scenario_baseline['malformed']} -> {malformed}, "
         f"erroneous {stack.scenario_baseline['erroneous']} -> {erroneous}")
@@ -663,16 +651,16 @@ def _run_check(info: dict[str, Any], scenario: Scenario, say: Callable[[str], No
 
 
 def _query(prometheus: str, expr: str) -> float | None:
-    from cdcwatch.mixin.preview import PrometheusApi
+    from cdcwatch.promapi import PrometheusApi
 
     result = PrometheusApi(prometheus, timeout=5).query(expr)
     return float(result[0]["value"][1]) if result else None
 
 
 def _firing_now(prometheus: str, scenario: Scenario) -> bool:
-    from cdcwatch.mixin.preview import PrometheusApi
+    from cdcwatch.promapi import PrometheusApi
 
-    alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
+    alerts = PrometheusApi(prometheus, timeout=5).alerts()
     return any(a["labels"].get("alertname") == scenario.alert and a["state"] in ("pending", "firing") and
                all(a["labels"].get(k) == v for k, v in scenario.labels.items()) for a in alerts)
 
@@ -763,7 +751,7 @@ def _states_seen(info: dict[str, Any], scenario: Scenario, since: float) -> dict
 def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], None]) -> ScenarioReport:
     """A fault without an alert: inject it, await the task restart, the duplicates and the pipeline flowing again,
     then none of the quiet alerts may have notified or be pending."""
-    from cdcwatch.mixin.preview import PrometheusApi
+    from cdcwatch.promapi import PrometheusApi
     from devstack.procs import wait_for
 
     prometheus = info["prometheus"]
@@ -773,7 +761,7 @@ def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], Non
     say(f"{scenario.name}: {scenario.description}")
 
     def quiet_alerts() -> list[str]:
-        alerts = PrometheusApi(prometheus, timeout=5).get("/api/v1/alerts")["alerts"]
+        alerts = PrometheusApi(prometheus, timeout=5).alerts()
         return sorted({a["labels"]["alertname"] for a in alerts if a["labels"].get("alertname") in scenario.quiet
                        and a["labels"].get("server", SERVER) == SERVER})
 

@@ -1,4 +1,4 @@
-"""The reference apply job (`cdcwatch apply`) as a local process, with its listener's /metrics; a Spark Connect server."""
+"""The reference apply job (`cdcwatch-apply`) as a local process, with its listener's /metrics; a Spark Connect server."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ def spark_kafka_jars() -> str:
 
 
 class ApplyJob:
-    """`cdcwatch apply` in its own session, stopped by PID; metrics on 127.0.0.1:`metrics_port`."""
+    """`cdcwatch-apply` in its own session, stopped by PID; metrics on 127.0.0.1:`metrics_port`."""
 
     def __init__(self, state_dir: Path, bootstrap: str, pattern: str, target_dsn: str, query_name: str = "cdc_apply",
                  master: str = "local[2]", extra_args: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
         self.dir = state_dir
         self.metrics_port = free_port()
         self.log = state_dir / "apply.log"
-        self.command = [sys.executable, "-m", "cdcwatch.cli", "apply", "--bootstrap-servers", bootstrap,
+        self.command = [sys.executable, "-m", "spark_listeners.apply", "--bootstrap-servers", bootstrap,
                         "--subscribe-pattern", pattern, "--target", target_dsn, "--checkpoint", str(state_dir / "checkpoint"),
                         "--master", master, "--query-name", query_name, "--metrics-address", "127.0.0.1",
                         "--metrics-port", str(self.metrics_port),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 
 __all__ = ["Summary"]
 
@@ -54,7 +54,7 @@ class Summary:
 
     def firing(self) -> list[str]:
         try:
-            alerts = self.api.get("/api/v1/alerts")["alerts"]
+            alerts = self.api.alerts()
         except Exception:
             return ["(Prometheus unreachable)"]
         return sorted({f"{a['labels']['alertname']} ({a['labels'].get('severity', '')})"

@@ -7,9 +7,9 @@ with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 
 Every row change also gets its latency by stage (`stage_latency`), computed over the whole Arrow batch
 at once: capture, produce and queue in whole microseconds (the timestamps' resolution) and their
-histogram bucket codes (`cdcwatch.spark.stages.STAGE_CODES`). The first row of each Arrow batch carries
+histogram bucket codes (`spark_listeners.stages.STAGE_CODES`). The first row of each Arrow batch carries
 the batch's partial aggregates (`batch_summary`, null on every other row), vectorized here: `instrument`
-observes only those, and the listener merges them (`cdcwatch.spark.observation`). Aggregating per row in
+observes only those, and the listener merges them (`spark_listeners.observation`). Aggregating per row in
 the JVM cost about 7 µs a row; an Arrow batch's summary costs well under a microsecond a row.
 """
 
@@ -33,8 +33,8 @@ from pyspark.sql.types import (
 )
 
 from cdcwatch.events import ROW_OPS, EventDecodeError, decode
-from cdcwatch.spark.observation import COMMIT_POINTS
-from cdcwatch.spark.stages import (
+from spark_listeners.observation import COMMIT_POINTS
+from spark_listeners.stages import (
     MEASURED_STAGES,
     NEGATIVE_CODE,
     PER_CHANGE_STAGES,
@@ -66,7 +66,7 @@ BATCH_SUMMARY_SCHEMA = StructType([
     *(StructField(stage_codes(stage), ArrayType(LongType())) for stage in PER_CHANGE_STAGES),  # changes per code
     *(StructField(stage_sum(stage, timestamp_type), DoubleType()) for stage, timestamp_type in MEASURED_STAGES),
 ])
-"""An Arrow batch's partial aggregates (`cdcwatch.spark.observation.merge_summaries` merges them): per stage the
+"""An Arrow batch's partial aggregates (`spark_listeners.observation.merge_summaries` merges them): per stage the
 changes per bucket code (index = code) and the sum of latencies in µs (negative ones as 0)."""
 
 EVENT_SCHEMA = StructType([

@@ -16,9 +16,9 @@ from prometheus_client import CollectorRegistry, push_to_gateway, start_http_ser
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from cdcwatch.spark import DEFAULT_METRICS_ADDRESS, PUSH_JOB
-from cdcwatch.spark.metrics import SparkMetrics
-from cdcwatch.spark.observation import merge_summaries
 from spark_listeners.instrument import OBSERVATION, SUMMARIES
+from spark_listeners.metrics import SparkMetrics
+from spark_listeners.observation import merge_summaries
 
 __all__ = ["CdcMetricsListener"]
 

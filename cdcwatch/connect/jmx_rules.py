@@ -33,8 +33,12 @@ class ConnectRule:
         self.spec.check_labels(name for name, _ in self.labels)
 
 
-_W, _C, _T, _S, _E = ("connect-worker-metrics", "connect-worker-metrics+connector", "connector-task-metrics",
-                      "source-task-metrics", "task-error-metrics")
+# the bean types (`type=` of kafka.connect's MBeans) the rules read
+WORKER_BEANS = "connect-worker-metrics"
+WORKER_CONNECTOR_BEANS = "connect-worker-metrics+connector"  # the worker's bean of one connector (type=…,connector=…)
+TASK_BEANS = "connector-task-metrics"
+SOURCE_TASK_BEANS = "source-task-metrics"
+TASK_ERROR_BEANS = "task-error-metrics"
 
 _CONNECTOR = ("connector", "server")  # the labels of a connector's beans
 _TASK = (*_CONNECTOR, "task")  # of a task's beans
@@ -51,44 +55,45 @@ def _c(name: str, help: str, *labels: str) -> MetricSpec:
 _CONNECTOR_TASKS = _g("worker_connector_tasks", "The connector's tasks on this worker, by state.", *_CONNECTOR, "state")
 
 CONNECT_RULES: tuple[ConnectRule, ...] = (
-    ConnectRule(_W, "connector-count", _g("worker_connectors", "Connectors on the worker.")),
-    ConnectRule(_W, "task-count", _g("worker_tasks", "Tasks on the worker.")),
-    ConnectRule(_W, "connector-startup-attempts-total", _c("worker_connector_startup_attempts",
+    ConnectRule(WORKER_BEANS, "connector-count", _g("worker_connectors", "Connectors on the worker.")),
+    ConnectRule(WORKER_BEANS, "task-count", _g("worker_tasks", "Tasks on the worker.")),
+    ConnectRule(WORKER_BEANS, "connector-startup-attempts-total", _c("worker_connector_startup_attempts",
                                                            "Connector starts the worker attempted.")),
-    ConnectRule(_W, "connector-startup-failure-total", _c("worker_connector_startup_failures", (
+    ConnectRule(WORKER_BEANS, "connector-startup-failure-total", _c("worker_connector_startup_failures", (
         "Connector starts that failed (a connector that fails at startup has no MBeans of its own)."))),
-    ConnectRule(_W, "task-startup-failure-total", _c("worker_task_startup_failures", "Task starts that failed.")),
-    *(ConnectRule(_C, f"connector-{state}-task-count", _CONNECTOR_TASKS, labels=(("state", state),))
+    ConnectRule(WORKER_BEANS, "task-startup-failure-total", _c("worker_task_startup_failures", "Task starts that failed.")),
+    *(ConnectRule(WORKER_CONNECTOR_BEANS, f"connector-{state}-task-count", _CONNECTOR_TASKS, labels=(("state", state),))
       for state in ("running", "paused", "failed", "unassigned", "restarting", "destroyed")),
-    ConnectRule(_T, "batch-size-avg", _g("task_batch_size_avg", "Average records per batch.", *_TASK)),
-    ConnectRule(_T, "running-ratio", _g("task_running_ratio", "Fraction of time the task was running.", *_TASK)),
-    ConnectRule(_T, "offset-commit-failure-percentage", _g("task_offset_commit_failure_ratio",
+    ConnectRule(TASK_BEANS, "batch-size-avg", _g("task_batch_size_avg", "Average records per batch.", *_TASK)),
+    ConnectRule(TASK_BEANS, "running-ratio", _g("task_running_ratio", "Fraction of time the task was running.", *_TASK)),
+    ConnectRule(TASK_BEANS, "offset-commit-failure-percentage", _g("task_offset_commit_failure_ratio",
                                                            "Fraction of offset commits that failed.", *_TASK), scale=0.01),
-    ConnectRule(_S, "source-record-poll-total", _c("source_records_polled",
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-poll-total", _c("source_records_polled",
                                                    "Records the source task polled (before transformations).", *_TASK)),
-    ConnectRule(_S, "source-record-write-total", _c("source_records_written",
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-write-total", _c("source_records_written",
                                                     "Records the source task wrote to Kafka (after transformations).", *_TASK)),
-    ConnectRule(_S, "source-record-poll-rate", _g("source_record_poll_rate",
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-poll-rate", _g("source_record_poll_rate",
                                                   "Records polled per second (the worker's own rate window).", *_TASK)),
-    ConnectRule(_S, "source-record-active-count", _g("source_records_active",
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-active-count", _g("source_records_active",
                                                      "Records polled but not yet acknowledged by Kafka.", *_TASK)),
-    ConnectRule(_S, "poll-batch-avg-time-ms", _g("source_poll_batch_avg_seconds", "Average time to poll a batch.", *_TASK),
+    ConnectRule(SOURCE_TASK_BEANS, "poll-batch-avg-time-ms", _g("source_poll_batch_avg_seconds", "Average time to poll a batch.", *_TASK),
                 scale=0.001),
-    ConnectRule(_S, "poll-batch-max-time-ms", _g("source_poll_batch_max_seconds", "Longest time to poll a batch.", *_TASK),
+    ConnectRule(SOURCE_TASK_BEANS, "poll-batch-max-time-ms", _g("source_poll_batch_max_seconds", "Longest time to poll a batch.", *_TASK),
                 scale=0.001),
-    ConnectRule(_E, "total-record-errors", _c("task_record_errors", "Records that failed in the task.", *_TASK)),
-    ConnectRule(_E, "total-record-failures", _c("task_record_failures", "Record processing failures (retried ones included).",
+    ConnectRule(TASK_ERROR_BEANS, "total-record-errors", _c("task_record_errors", "Records that failed in the task.", *_TASK)),
+    ConnectRule(TASK_ERROR_BEANS, "total-record-failures", _c("task_record_failures", "Record processing failures (retried ones included).",
                                                 *_TASK)),
-    ConnectRule(_E, "total-records-skipped", _c("task_records_skipped",
+    ConnectRule(TASK_ERROR_BEANS, "total-records-skipped", _c("task_records_skipped",
                                                 "Records skipped because of errors (errors.tolerance=all).", *_TASK)),
-    ConnectRule(_E, "total-retries", _c("task_retries", "Retried operations.", *_TASK)),
-    ConnectRule(_E, "total-errors-logged", _c("task_errors_logged", "Errors logged.", *_TASK)),
-    ConnectRule(_E, "deadletterqueue-produce-requests", _c("task_dlq_produce_requests",
+    ConnectRule(TASK_ERROR_BEANS, "total-retries", _c("task_retries", "Retried operations.", *_TASK)),
+    ConnectRule(TASK_ERROR_BEANS, "total-errors-logged", _c("task_errors_logged", "Errors logged.", *_TASK)),
+    ConnectRule(TASK_ERROR_BEANS, "deadletterqueue-produce-requests", _c("task_dlq_produce_requests",
                                                            "Records written to the dead letter queue.", *_TASK)),
-    ConnectRule(_E, "deadletterqueue-produce-failures", _c("task_dlq_produce_failures",
+    ConnectRule(TASK_ERROR_BEANS, "deadletterqueue-produce-failures", _c("task_dlq_produce_failures",
                                                            "Failed writes to the dead letter queue.", *_TASK)),
-    ConnectRule(_E, "last-error-timestamp", _g("task_last_error_timestamp_seconds", "When the task last had an error (0: never).",
-                                               *_TASK), scale=0.001),
+    ConnectRule(TASK_ERROR_BEANS, "last-error-timestamp", _g("task_last_error_timestamp_seconds",
+                                                             "When the task last had an error (0: never).", *_TASK),
+                scale=0.001),
 )
 
 _STATUS = "Status the worker's MBean reports, as a state set."
@@ -114,10 +119,10 @@ def sources(spec: MetricSpec) -> tuple[str, ...]:
 
 
 def _bean_pattern(bean_type: str) -> str:
-    if bean_type == _W:
-        return f"kafka.connect:type={_W}"  # the worker's own bean, not its per-connector ones
-    if bean_type == _C:
-        return f"kafka.connect:type={_W},connector=*"
+    if bean_type == WORKER_BEANS:
+        return f"kafka.connect:type={WORKER_BEANS}"  # the worker's own bean, not its per-connector ones
+    if bean_type == WORKER_CONNECTOR_BEANS:
+        return f"kafka.connect:type={WORKER_BEANS},connector=*"
     return f"kafka.connect:type={bean_type},*"
 
 

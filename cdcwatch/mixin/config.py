@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+from pydantic import Field, PositiveFloat, field_validator, model_validator
 
-from cdcwatch.config import load_yaml_model
+from cdcwatch.config import Config, StrictModel, load_yaml_model
 
 __all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Stages", "Thresholds", "exact", "load_mixin_config"]
 
@@ -19,11 +20,7 @@ _MATCHER = re.compile(r'\s*[a-zA-Z_]\w*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*')
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Selectors(_Strict):
+class Selectors(StrictModel):
     """PromQL label matchers (without braces) that pick cdcwatch's series out of a Prometheus."""
 
     cdcwatch: str = 'job="cdcwatch"'
@@ -44,7 +41,7 @@ def _split_matchers(text: str) -> list[str]:
     return [m.group(0) for m in re.finditer(r'(?:[^,"]|"(?:[^"\\]|\\.)*")+', text)]
 
 
-class Thresholds(_Strict):
+class Thresholds(StrictModel):
     debezium_lag_seconds: PositiveFloat = 60
     debezium_queue_free_ratio: PositiveFloat = 0.1
     snapshot_max_seconds: PositiveFloat = 6 * 3600
@@ -79,7 +76,7 @@ class Thresholds(_Strict):
     it caught up (a heartbeat applied, the slot keeping up with the WAL); without it, `stalled`."""
 
 
-class Durations(_Strict):
+class Durations(StrictModel):
     """`for` of the alerts by pace (`critical` outages, `warning` degradation, `instant` one-off events), and
     how long rules remember series that vanished (a Spark driver gone)."""
 
@@ -103,7 +100,7 @@ class Durations(_Strict):
         return value
 
 
-class KubernetesOutput(_Strict):
+class KubernetesOutput(StrictModel):
     """Where Grafana's file provisioning finds the dashboards. (The PrometheusRule and dashboard ConfigMaps, their
     namespace and labels, are the Helm chart's: charts/cdcwatch/values.yaml.)"""
 
@@ -113,7 +110,7 @@ class KubernetesOutput(_Strict):
     """Directory the file provisioning provider reads the dashboards' JSON from."""
 
 
-class Stages(_Strict):
+class Stages(StrictModel):
     """The parts of the pipeline this deployment runs and cdcwatch collects. A stage set to false gets no alert,
     recording rule, inhibition or dashboard panel, and no other stage's rule reads its series (a team that runs
     Debezium → Kafka → its own consumers sets `spark: false`)."""
@@ -139,7 +136,7 @@ class Stages(_Strict):
         return frozenset(name for name, on in self.model_dump().items() if on)
 
 
-class MixinConfig(_Strict):
+class MixinConfig(StrictModel):
     stages: Stages = Field(default_factory=Stages)
     selectors: Selectors = Field(default_factory=Selectors)
     thresholds: Thresholds = Field(default_factory=Thresholds)
@@ -154,6 +151,15 @@ class MixinConfig(_Strict):
     grafana_url: str = ""
     """Grafana's address (`https://grafana.example.com`): each alert's `dashboard_url` is built on it; empty, the
     links are relative to whatever Grafana the alert is read in (`/d/<uid>?var-server=...`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_the_exporters(cls, data: Any) -> Any:
+        """The exporter's configuration given where the mixin config is read: name the flag each one goes to."""
+        if isinstance(data, dict) and set(data) & {*Config.model_fields, "targets"}:
+            raise ValueError("this is the exporter's configuration (debezium, kafka, postgres, ...): serve and check read "
+                             "it (`--config.file FILE`); the mixin commands take a mixin config (`--mixin.file`)")
+        return data
 
     @field_validator("runbook_base_url")
     @classmethod

@@ -9,9 +9,6 @@ import json
 import math
 import re
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -20,43 +17,14 @@ from typing import Any
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 from cdcwatch.mixin.templates import humanize, humanize1024, humanize_duration
+from cdcwatch.promapi import PrometheusApi
 
-__all__ = ["PrometheusApi", "panel_series", "render_board", "render_preview", "resolve_variables", "substitute",
+__all__ = ["panel_series", "render_board", "render_preview", "resolve_variables", "substitute",
            "thresholds", "value_text"]
 
 _LABEL_VALUES = re.compile(r"^label_values\((.*),\s*(\w+)\)$")
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-class PrometheusApi:
-    """The few HTTP API calls the preview and the dashboard checks need."""
-
-    def __init__(self, url: str, timeout: float = 30) -> None:
-        self.url = url.rstrip("/")
-        self.timeout = timeout
-
-    def get(self, path: str, **params: Any) -> Any:
-        query = urllib.parse.urlencode(params, doseq=True)
-        try:
-            with urllib.request.urlopen(f"{self.url}{path}?{query}", timeout=self.timeout) as response:
-                body = json.loads(response.read())
-        except urllib.error.HTTPError as exc:  # Prometheus says why in the body
-            body = json.loads(exc.read() or b"{}")
-        if body.get("status") != "success":
-            raise RuntimeError(f"{path} {params}: {body.get('error', body)}")
-        return body["data"]
-
-    def label_values(self, selector: str, label: str) -> list[str]:
-        return sorted(self.get(f"/api/v1/label/{label}/values", **{"match[]": selector}))
-
-    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self.get("/api/v1/query_range", query=expr, start=start, end=end, step=step)["result"]
-        return result
-
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = self.get("/api/v1/query", query=expr)["result"]
-        return result
 
 
 def resolve_variables(api: PrometheusApi, model: dict[str, Any], rate_interval: str = "1m") -> dict[str, str]:

@@ -24,7 +24,7 @@ _SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
 @cache
 def _table() -> dict[str, str]:
     from cdcwatch.collectors import COLLECTORS
-    from cdcwatch.spark.metrics import SPARK_METRICS
+    from cdcwatch.spark import SPARK_METRICS
 
     table = {spec.name: entry.stage_of(spec) for entry in COLLECTORS for spec in entry.specs()}
     return table | {spec.name: "spark" for spec in SPARK_METRICS.values()}

@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from cdcwatch import __version__
+from devstack.configs import exporter_config, jmx_target
 from devstack.procs import free_port, port_open
 from tests.integration.conftest import value
 
@@ -32,13 +33,14 @@ def test_version_and_help():
 def test_config_error_exits_2_naming_the_key_and_serves_nothing(tmp_path):
     port = free_port()
     config = tmp_path / "bad.yml"
-    config.write_text(f"listen: {{port: {port}}}\ntargets:\n  - name: a\n    jmx: {{host: 127.0.0.1, port: 1, username: u, "
-                      "password: '${CDCWATCH_TEST_PW}'}\n  - name: b\n    jmx: {host: 127.0.0.1, port: x}\n")
+    config.write_text(exporter_config(listen={"port": port}, debezium=[
+        jmx_target("a", 1, jmx={"username": "u", "password": "${CDCWATCH_TEST_PW}"}),
+        {"name": "b", "jmx": {"host": "127.0.0.1", "port": "x"}}]))  # the port is no integer
     env = {"CDCWATCH_TEST_PW": "very-secret-pw", "PATH": "/usr/bin:/bin"}
     for command in ("check", "serve"):
         done = run(command, "--config", str(config), env=env)
         assert done.returncode == 2
-        assert "targets[1].jmx.port: expected an integer" in done.stderr
+        assert "debezium[1].jmx.port: expected an integer" in done.stderr
         assert "very-secret-pw" not in done.stderr + done.stdout
     assert not port_open(port)
     assert run("check", "--config", str(tmp_path / "missing.yml")).returncode == 2
@@ -46,7 +48,7 @@ def test_config_error_exits_2_naming_the_key_and_serves_nothing(tmp_path):
 
 def test_check_exits_1_when_a_target_is_down(tmp_path):
     config = tmp_path / "down.yml"
-    config.write_text(f"targets:\n  - name: nobody-home\n    timeout_seconds: 5\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
+    config.write_text(exporter_config(debezium=[jmx_target("nobody-home", free_port(), timeout_seconds=5)]))
     done = run("check", "--config", str(config))
     assert done.returncode == 1, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("nobody-home"))
@@ -55,22 +57,21 @@ def test_check_exits_1_when_a_target_is_down(tmp_path):
 
 def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(kafka, tmp_path):
     closed, nowhere = free_port(), "no-such-host.invalid"  # RFC 2606: never resolves
-    wrong_password = "".join(f"      {k}: '{v}'\n" for k, v in kafka.secure_client_settings("not-the-password").items())
-    no_ca = "".join(f"      {k}: '{v}'\n" for k, v in kafka.secure_client_settings().items() if k != "ssl.ca.location")
+    wrong_password = kafka.secure_client_settings("not-the-password")
+    no_ca = {k: v for k, v in kafka.secure_client_settings().items() if k != "ssl.ca.location"}
     config = tmp_path / "down.yml"
-    config.write_text(
-        f"targets:\n  - name: jmx-refused\n    jmx: {{host: 127.0.0.1, port: {closed}}}\n"
-        f"  - name: jmx-nowhere\n    jmx: {{host: {nowhere}, port: 9010}}\n"
+    config.write_text(exporter_config(
+        debezium=[jmx_target("jmx-refused", closed), jmx_target("jmx-nowhere", 9010, host=nowhere)],
         # (no Kafka target with an unknown host: librdkafka resolves names in its broker thread, and on a busy
         # machine its answer can come after the collection's deadline, which then reads "timed out")
-        f"kafka:\n  - name: kafka-refused\n    bootstrap_servers: 127.0.0.1:{closed}\n"
-        f"  - name: kafka-password\n    bootstrap_servers: {kafka.secure_bootstrap}\n    client:\n{wrong_password}"
-        f"  - name: kafka-untrusted\n    bootstrap_servers: {kafka.secure_bootstrap}\n    client:\n{no_ca}"
-        f"connect:\n  - name: connect-refused\n    url: http://127.0.0.1:{closed}\n"
-        f"  - name: connect-nowhere\n    url: http://{nowhere}:8083\n"
-        f"postgres:\n  - name: pg-refused\n    port: {closed}\n  - name: pg-nowhere\n    host: {nowhere}\n"
-        f"mysql:\n  - name: mysql-refused\n    port: {closed}\n    user: monitor\n"
-        f"  - name: mysql-nowhere\n    host: {nowhere}\n    user: monitor\n")
+        kafka=[{"name": "kafka-refused", "bootstrap_servers": f"127.0.0.1:{closed}"},
+               {"name": "kafka-password", "bootstrap_servers": kafka.secure_bootstrap, "client": wrong_password},
+               {"name": "kafka-untrusted", "bootstrap_servers": kafka.secure_bootstrap, "client": no_ca}],
+        connect=[{"name": "connect-refused", "url": f"http://127.0.0.1:{closed}"},
+                 {"name": "connect-nowhere", "url": f"http://{nowhere}:8083"}],
+        postgres=[{"name": "pg-refused", "port": closed}, {"name": "pg-nowhere", "host": nowhere}],
+        mysql=[{"name": "mysql-refused", "port": closed, "user": "monitor"},
+               {"name": "mysql-nowhere", "host": nowhere, "user": "monitor"}]))
     expected = {
         "jmx-refused": (f"127.0.0.1:{closed}", "connection refused"), "jmx-nowhere": (f"{nowhere}:9010", "unknown host"),
         "kafka-refused": (f"127.0.0.1:{closed}", "connection refused"),
@@ -91,7 +92,7 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
 
 
 def test_serve_landing_page_metrics_and_404(serve_factory):
-    serve = serve_factory(f"targets:\n  - name: nobody-home\n    jmx: {{host: 127.0.0.1, port: {free_port()}}}\n")
+    serve = serve_factory(exporter_config(debezium=[jmx_target("nobody-home", free_port())]))
     base = f"http://127.0.0.1:{serve.port}"
     assert b'href="/metrics"' in urllib.request.urlopen(base + "/", timeout=10).read()
     text = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
@@ -102,11 +103,11 @@ def test_serve_landing_page_metrics_and_404(serve_factory):
 
 
 def test_serve_reads_the_series_limit_from_the_config_file(postgres, serve_factory):
-    source = (f"postgres:\n  - name: main\n    host: 127.0.0.1\n    port: {postgres.port}\n"
-              "    slots: {allow: [limits_cap]}\n")
+    source = {"postgres": [{"name": "main", "host": "127.0.0.1", "port": postgres.port, "slots": {"allow": ["limits_cap"]}}]}
     postgres.sql("SELECT pg_create_physical_replication_slot('limits_cap')")
     try:
-        unlimited, capped = serve_factory(source).scrape(), serve_factory("limits: {max_series_per_target: 3}\n" + source).scrape()
+        unlimited, capped = serve_factory(exporter_config(**source)).scrape(), \
+            serve_factory(exporter_config(limits={"max_series_per_target": 3}, **source)).scrape()
     finally:
         postgres.sql("SELECT pg_drop_replication_slot('limits_cap')")
 
@@ -126,6 +127,7 @@ def test_serve_reads_the_series_limit_from_the_config_file(postgres, serve_facto
 def test_apply_rejects_bad_input_before_starting_spark(tmp_path, argument, value, message):
     arguments = {"--bootstrap-servers": "127.0.0.1:1", "--subscribe-pattern": "inventory\\..*", "--target": "host=db",
                  "--checkpoint": str(tmp_path / "checkpoint"), argument: value}
-    done = run("apply", *[part for pair in arguments.items() for part in pair])
+    done = subprocess.run([sys.executable, "-m", "spark_listeners.apply", *[part for pair in arguments.items() for part in pair]],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert not (tmp_path / "checkpoint").exists()

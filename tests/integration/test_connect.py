@@ -60,7 +60,7 @@ def connect_config(worker, pki, password: str = PASSWORD, ca: str | None = None)
     return (f"connect:\n  - name: worker\n    url: {worker.url}\n    timeout_seconds: 5\n"
             f"    username: {USER}\n    password: {password}\n    ca_file: {ca or pki.ca}\n"
             f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            f"targets:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
+            f"debezium:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
 
 
 def state(values, metric: str, **labels: str) -> str | None:

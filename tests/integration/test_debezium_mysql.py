@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.configs import exporter_config, jmx_target
 from devstack.debezium import DebeziumProcess, mysql_connector_properties
 from devstack.procs import free_port, wait_for
 from tests.integration.conftest import value
@@ -28,7 +29,7 @@ def test_schema_history_running_and_changes_applied_equal_ddl(mariadb, stack_dir
     connector = DebeziumProcess(state, free_port(), props)
     connector.start()
     try:
-        serve = serve_factory(f"targets:\n  - name: maria\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n")
+        serve = serve_factory(exporter_config(debezium=[jmx_target("maria", connector.jmx_port)]))
 
         def streaming():
             values = serve.scrape()

@@ -52,7 +52,7 @@ def exporter(connector, stack_dir):
     from tests.integration.conftest import Serve
 
     serve = Serve(
-        "targets:\n"
+        "debezium:\n"
         f"  - name: pg-jpype\n    timeout_seconds: {JPYPE_TIMEOUT}\n    labels: {{env: test}}\n"
         f"    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
         f"  - name: pg-jmxquery\n    timeout_seconds: {JMXQUERY_TIMEOUT}\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 from devstack.procs import StackError, port_open, wait_for
 from devstack.scenarios import SCENARIOS
 

@@ -60,7 +60,7 @@ def nonsense() -> Iterator[tuple[Nonsense, Nonsense]]:
 def test_garbage_and_silent_peers_are_up_0_within_the_deadline(nonsense, postgres, serve_factory) -> None:
     garbage, silent = nonsense
     serve = serve_factory(
-        "targets:\n"
+        "debezium:\n"
         f"  - name: jmx-garbage\n    timeout_seconds: {DEADLINE}\n    jmx: {{host: 127.0.0.1, port: {garbage.port}}}\n"
         f"  - name: jmx-silent\n    timeout_seconds: {DEADLINE}\n    jmx: {{host: 127.0.0.1, port: {silent.port}}}\n"
         "kafka:\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
 from devstack.procs import free_port, port_open, wait_for
@@ -65,7 +65,7 @@ def worker(postgres, kafka, stack_dir) -> Iterator[ConnectWorker]:
 def config(worker: ConnectWorker, kafka, postgres, mariadb, port: int) -> str:
     jmx = f"{{host: 127.0.0.1, port: {worker.jmx_port}}}"
     return (f"listen:\n  address: 127.0.0.1\n  port: {port}\n"  # the host's network: loopback is enough here
-            f"targets:\n  - name: worker-jvm\n    jmx: {jmx}\n"
+            f"debezium:\n  - name: worker-jvm\n    jmx: {jmx}\n"
             f"connect:\n  - name: worker\n    url: {worker.url}\n    username: {USER}\n"
             "    password: ${CONNECT_PASSWORD}\n"
             f"    jmx: {jmx}\n"

@@ -42,7 +42,7 @@ def test_credentials_from_the_environment(secured_connector, stack_dir, backend)
     port = free_port()
     config = stack_dir / f"jmx-auth-{backend}.yml"
     config.write_text(
-        f"listen: {{address: 127.0.0.1, port: {port}}}\ntargets:\n"
+        f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n"
         f"  - name: good\n    timeout_seconds: 20\n    jmx: {{host: 127.0.0.1, port: {secured_connector.jmx_port},"
         f" username: monitor, password: '${{JMX_PASSWORD}}', backend: {backend}}}\n"
         f"  - name: bad\n    timeout_seconds: 20\n    jmx: {{host: 127.0.0.1, port: {secured_connector.jmx_port},"

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from devstack.configs import exporter_config, jmx_target
 from devstack.procs import ServerProcess, free_port, port_open, python_env, wait_for
 from tests.integration.conftest import value
 
@@ -25,7 +26,7 @@ def test_a_killed_jvm_without_debezium_beans_is_up_0_at_the_next_scrape(serve_fa
     jvm.start([sys.executable, "-c", BARE_JVM.format(port=port)],
               lambda: port_open(port) and "serving" in log.read_text(encoding="utf-8"), 60, env=python_env())
     try:
-        serve = serve_factory(f"targets:\n  - name: bare\n    timeout_seconds: 3\n    jmx: {{host: 127.0.0.1, port: {port}}}\n")
+        serve = serve_factory(exporter_config(debezium=[jmx_target("bare", port, timeout_seconds=3)]))
         wait_for(lambda: value(serve.scrape(), "cdcwatch_up", target="bare") == 1, 30, "the bare JVM to be up")
         values = serve.scrape()  # the listing is known now: nothing to read
         assert value(values, "cdcwatch_up", target="bare") == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.configs import exporter_config, jmx_target
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, wait_for
 from devstack.tls import KEYSTORE_PASSWORD, make_pki
@@ -43,15 +44,14 @@ def tls_connector(postgres, stack_dir):
     postgres.sql("SELECT pg_drop_replication_slot('jmx_tls_slot')")
 
 
-def target(name: str, port: int, tls: str) -> str:
-    return (f"  - name: {name}\n    timeout_seconds: 10\n    jmx: {{host: 127.0.0.1, port: {port}, username: monitor,"
-            f" password: '${{CDCW_JMX_TLS_PASSWORD}}'{tls}}}\n")
+def target(name: str, port: int, **tls: object) -> dict[str, object]:
+    return jmx_target(name, port, jmx={"username": "monitor", "password": "${CDCW_JMX_TLS_PASSWORD}", **tls}, timeout_seconds=10)
 
 
 def test_tls_with_a_private_ca_and_credentials(tls_connector, serve_factory, stack_dir, monkeypatch) -> None:
     process, pki = tls_connector
     monkeypatch.setenv("CDCW_JMX_TLS_PASSWORD", SECRET)
-    trusted = serve_factory("targets:\n" + target("tls", process.jmx_port, f", ssl: true, ca_file: {pki.ca}"),
+    trusted = serve_factory(exporter_config(debezium=[target("tls", process.jmx_port, ssl=True, ca_file=str(pki.ca))]),
                             "--log.level", "debug")
     wait_for(lambda: value(trusted.scrape(), "cdcwatch_debezium_mbeans", target="tls") or 0, 60, "the Debezium beans over TLS")
     good = trusted.text()
@@ -59,9 +59,9 @@ def test_tls_with_a_private_ca_and_credentials(tls_connector, serve_factory, sta
     assert value(parse(good), "cdcwatch_debezium_snapshot_state", target="tls", state="completed") is not None
 
     other = make_pki(stack_dir / "other-pki", names=(), ca_name="some other CA")
-    untrusted = serve_factory("targets:\n" + target("wrong-ca", process.jmx_port, f", ssl: true, ca_file: {other.ca}")
-                              + target("default-trust", process.jmx_port, ", ssl: true")
-                              + target("no-tls", process.jmx_port, ""), "--log.level", "debug")
+    untrusted = serve_factory(exporter_config(debezium=[
+        target("wrong-ca", process.jmx_port, ssl=True, ca_file=str(other.ca)),
+        target("default-trust", process.jmx_port, ssl=True), target("no-tls", process.jmx_port)]), "--log.level", "debug")
     bad = untrusted.text()
     for name in ("wrong-ca", "default-trust", "no-tls"):
         assert value(parse(bad), "cdcwatch_up", target=name) == 0, name

@@ -24,7 +24,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.generate import rules_yaml
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 from devstack.kafka import SCRAM_PASSWORD
 from devstack.procs import wait_for
 from devstack.prometheus import PrometheusServer

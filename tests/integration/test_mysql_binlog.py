@@ -20,7 +20,7 @@ import pytest
 from cdcwatch.events import decode
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.generate import rules_yaml
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 from devstack.debezium import DebeziumProcess, mysql_connector_properties
 from devstack.procs import free_port, wait_for
 from devstack.prometheus import PrometheusServer
@@ -71,7 +71,7 @@ def test_binlog_runway_of_a_stopped_connector(mariadb, stack_dir, serve_factory)
     try:
         connector.start()
         serve = serve_factory(
-            f"targets:\n  - name: binjvm\n    timeout_seconds: 1.5\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
+            f"debezium:\n  - name: binjvm\n    timeout_seconds: 1.5\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
             f"mysql:\n  - name: maria\n    port: {mariadb.port}\n    user: {mariadb.user}\n    password: {mariadb.password}\n"
             f"    server: {SERVER}\n    timeout_seconds: 1.5\n"
             f"  - name: gone\n    port: {free_port()}\n    user: nobody\n    timeout_seconds: 1\n")

@@ -20,7 +20,8 @@ import pytest
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards, conditional_exprs
 from cdcwatch.mixin.generate import rules_yaml
-from cdcwatch.mixin.preview import PrometheusApi, render_preview, resolve_variables, substitute
+from cdcwatch.mixin.preview import render_preview, resolve_variables, substitute
+from cdcwatch.promapi import PrometheusApi
 from devstack.connect import ConnectWorker
 from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
 from devstack.procs import free_port, wait_for
@@ -63,7 +64,7 @@ def observed(postgres, kafka, mariadb, stack_dir):
         # every collector's deadline stays below Prometheus' scrape timeout (SCRAPE): a dead target must read
         # up 0 in a scrape that succeeds, not make the whole scrape time out
         serve = Serve(
-            f"targets:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
+            f"debezium:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
             f"  - name: maria\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {maria.jmx_port}}}\n"
             f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {kafka.bootstrap}\n"
             f"connect:\n  - name: worker\n    timeout_seconds: 2\n    url: {worker.url}\n"

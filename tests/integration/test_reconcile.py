@@ -25,9 +25,9 @@ import psycopg
 import pytest
 
 from cdcwatch.events import Kind, decode
-from cdcwatch.spark.target import STAGE_COLUMNS, PostgresTarget
 from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
 from devstack.procs import free_port, wait_for
+from spark_listeners.target import STAGE_COLUMNS, PostgresTarget
 from tests.integration.conftest import promtool_check, value
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ import pytest
 from cdcwatch.events import decode
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.generate import rules_yaml
-from cdcwatch.mixin.preview import PrometheusApi
+from cdcwatch.promapi import PrometheusApi
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, wait_for
 from devstack.prometheus import PrometheusServer

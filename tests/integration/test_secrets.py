@@ -23,7 +23,7 @@ SECRETS = {"CDCW_JMX_PASSWORD": "jmx-secret-V4t9", "CDCW_KAFKA_PASSWORD": "kafka
 
 def config_text() -> str:
     return (
-        "targets:\n"
+        "debezium:\n"
         f"  - name: jvm\n    timeout_seconds: 2\n"
         f"    jmx: {{host: 127.0.0.1, port: {free_port()}, username: monitor, password: '${{CDCW_JMX_PASSWORD}}'}}\n"
         "kafka:\n"

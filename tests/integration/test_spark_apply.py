@@ -1,5 +1,5 @@
 """The whole chain, all real: PostgreSQL → Debezium (Kafka Connect worker) → Kafka protocol broker
-(Apache Kafka 4) → `cdcwatch apply` (Spark, listener attached) → PostgreSQL target.
+(Apache Kafka 4) → `cdcwatch-apply` (Spark, listener attached) → PostgreSQL target.
 
 - after inserts, updates and deletes the target equals the source, and the apply-lag gauge matches
   the delay measured from outside, as do the probe's four stages of latency added up (real Debezium

@@ -1,4 +1,4 @@
-"""Records deleted from the real Kafka 4 broker (DeleteRecords) before `cdcwatch apply` read them.
+"""Records deleted from the real Kafka 4 broker (DeleteRecords) before `cdcwatch-apply` read them.
 
 Spark's own Kafka source decides: with failOnDataLoss (the default) the query fails and the listener
 reads `failed` with the exception class; with `--no-fail-on-data-loss` it skips the gap and the

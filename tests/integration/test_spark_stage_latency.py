@@ -1,4 +1,4 @@
-"""Latency by stage on the real apply job: `cdcwatch apply` (Spark's Kafka source, listener attached) reading
+"""Latency by stage on the real apply job: `cdcwatch-apply` (Spark's Kafka source, listener attached) reading
 Apache Kafka 4, its histograms checked against what the test knows without the listener:
 
 - capture: the test writes Debezium events whose source.ts_ms and payload.ts_ms it chose, so every
@@ -19,9 +19,9 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cdcwatch.spark.stages import STAGE_LATENCY_BUCKETS
 from devstack.procs import wait_for
 from devstack.spark import ApplyJob
+from spark_listeners.stages import STAGE_LATENCY_BUCKETS
 from tests.change_events import change_event
 from tests.integration.conftest import parse, promtool_check, value
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdcwatch.spark.target import STAGED_COLUMNS, PostgresTarget
+from spark_listeners.target import STAGED_COLUMNS, PostgresTarget
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -222,7 +222,7 @@ def test_passwords_come_only_from_secrets(example: Path) -> None:
     referenced = set(ENV_REF.findall(text))
     assert referenced and referenced <= set(from_secrets)
     config = parse_config(text, env={name: f"value-of-{name}" for name in referenced})
-    secrets = [*(t.jmx.password for t in config.targets), *(c.password for c in config.connect),
+    secrets = [*(t.jmx.password for t in config.debezium), *(c.password for c in config.connect),
                *(c.jmx.password for c in config.connect if c.jmx), *(p.password for p in config.postgres),
                *(m.password for m in config.mysql)]
     values = [secret.get_secret_value() for secret in secrets if secret is not None]
@@ -315,8 +315,8 @@ PASSWORD = "hunter2-literal"
     ({"config": {"postgres": [{"name": "db", "password": PASSWORD}]}}, "/config/postgres/0/password"),
     ({"config": {"kafka": [{"name": "k", "bootstrap_servers": "b:9092", "client": {"sasl.password": PASSWORD}}]}},
      "/config/kafka/0/client/sasl.password"),
-    ({"config": {"targets": [{"name": "t", "jmx": {"host": "h", "port": 1, "username": "u", "password": PASSWORD}}]}},
-     "/config/targets/0/jmx/password"),
+    ({"config": {"debezium": [{"name": "t", "jmx": {"host": "h", "port": 1, "username": "u", "password": PASSWORD}}]}},
+     "/config/debezium/0/jmx/password"),
     ({"config": {"listen": {"port": 9}}}, "'listen' not allowed"),
     ({"secretEnv": {"PG_PASSWORD": {"secretName": "s"}}}, "/secretEnv/PG_PASSWORD"),
     ({"env": {"PG_PASSWORD": PASSWORD}}, "/env"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdcwatch.cli import _parser, listen_override
+from cdcwatch.cli import _parser, listen_override, main
 from cdcwatch.config import ConfigError
 
 
@@ -35,3 +35,14 @@ def test_listen_address_forms(text: str, expected: tuple[str | None, int]) -> No
 def test_a_bad_listen_address_is_a_config_error(text: str) -> None:
     with pytest.raises(ConfigError, match="--web.listen-address"):
         listen_override(text)
+
+
+def test_the_apply_job_is_its_own_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apply", "--bootstrap-servers", "b:9092"]) == 2
+    assert "cdcwatch-apply" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["alerts"], ["mixin", "generate"]])
+def test_a_mixin_command_given_the_exporters_flag_names_its_own(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--config", "mixin.yml"]) == 2
+    assert "--mixin.file mixin.yml" in capsys.readouterr().err

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.config import DEFAULT_PORT, ConfigError, load_config, parse_config
+from cdcwatch.config import DEFAULT_PORT, MIXIN_SECTIONS, ConfigError, load_config, parse_config
 from cdcwatch.mixin import load_mixin_config
 
 CONFFILES = Path(__file__).resolve().parent.parent / "conffiles"
@@ -15,7 +15,7 @@ CONFFILES = Path(__file__).resolve().parent.parent / "conffiles"
 
 def test_valid_config_and_env_interpolation():
     config = load_config(CONFFILES / "valid.yaml", env={"CDC_JMX_PASSWORD": "s3cr3t-value"})
-    first, second = config.targets
+    first, second = config.debezium
     assert first.jmx.password is not None and first.jmx.password.get_secret_value() == "s3cr3t-value"
     assert first.jmx.service_url == "service:jmx:rmi:///jndi/rmi://127.0.0.1:9010/jmxrmi"
     assert first.labels == {"env": "prod"} and first.timeout_seconds == 5.0
@@ -24,30 +24,30 @@ def test_valid_config_and_env_interpolation():
 
 
 def test_secret_never_in_error_messages():
-    text = "targets:\n  - name: a\n    jmx: {host: h, port: '${PORT}', username: u, password: '${PW}'}\n"
+    text = "debezium:\n  - name: a\n    jmx: {host: h, port: '${PORT}', username: u, password: '${PW}'}\n"
     with pytest.raises(ConfigError) as raised:
         parse_config(text, env={"PW": "hunter2-secret", "PORT": "hunter2-secret"})
     assert "hunter2" not in str(raised.value)
-    assert "targets[0].jmx.port: expected an integer" in raised.value.problems
+    assert "debezium[0].jmx.port: expected an integer" in raised.value.problems
 
 
 def test_defaults_and_env_default_syntax():
-    config = parse_config("targets:\n  - name: a\n    jmx: {host: '${H:-127.0.0.1}', port: 9}\n", env={})
+    config = parse_config("debezium:\n  - name: a\n    jmx: {host: '${H:-127.0.0.1}', port: 9}\n", env={})
     assert config.listen.port == DEFAULT_PORT and config.listen.address == "127.0.0.1"
-    assert config.targets[0].jmx.host == "127.0.0.1"
+    assert config.debezium[0].jmx.host == "127.0.0.1"
 
 
 def test_all_errors_reported_at_once():
-    text = "targets:\n  - name: a\n    jmx: {host: h, port: x}\n  - name: b\n    jmx: {host: h, port: 1}\n    extra: 1\n"
+    text = "debezium:\n  - name: a\n    jmx: {host: h, port: x}\n  - name: b\n    jmx: {host: h, port: 1}\n    extra: 1\n"
     with pytest.raises(ConfigError) as raised:
         parse_config(text, env={})
-    assert raised.value.problems == ["targets[0].jmx.port: expected an integer", "targets[1].extra: unknown key"]
+    assert raised.value.problems == ["debezium[0].jmx.port: expected an integer", "debezium[1].extra: unknown key"]
 
 
 def test_a_key_that_is_no_string_is_named_by_its_mapping():
     with pytest.raises(ConfigError) as raised:
-        parse_config("targets:\n  - {name: a, jmx: {host: h, port: 1}, 7: x}\n", env={})
-    assert raised.value.problems == ["targets[0]: keys must be strings"]
+        parse_config("debezium:\n  - {name: a, jmx: {host: h, port: 1}, 7: x}\n", env={})
+    assert raised.value.problems == ["debezium[0]: keys must be strings"]
 
 
 def test_only_the_exporter_config_resolves_environment_variables(tmp_path, monkeypatch):
@@ -66,3 +66,23 @@ def test_postgres_client_certificate_and_key_go_together():
     source = parse_config("postgres: [{name: main, sslmode: verify-full, sslrootcert: /ca.pem, sslcert: /c.pem,"
                           " sslkey: /c.key}]\n", env={}).postgres[0]
     assert (source.sslrootcert, source.sslcert, source.sslkey) == ("/ca.pem", "/c.pem", "/c.key")
+
+
+def test_the_mixin_sections_the_exporter_recognizes_are_the_mixin_configs() -> None:
+    from cdcwatch.mixin import MixinConfig
+
+    assert set(MixinConfig.model_fields) == MIXIN_SECTIONS
+
+
+def test_a_built_configuration_loads_as_written() -> None:
+    from devstack.configs import exporter_config, jmx_target
+
+    config = parse_config(exporter_config(
+        limits={"max_series_per_target": 3},
+        debezium=[jmx_target("a", 9010, jmx={"username": "u", "password": "${PW}"}, timeout_seconds=2.5, labels={"env": "x"})],
+        kafka=None), env={"PW": "pw"})
+    (target,) = config.debezium
+    assert (target.name, target.jmx.host, target.jmx.port, target.jmx.username) == ("a", "127.0.0.1", 9010, "u")
+    assert target.jmx.password is not None and target.jmx.password.get_secret_value() == "pw"
+    assert (target.timeout_seconds, target.labels, config.limits.max_series_per_target) == (2.5, {"env": "x"}, 3)
+    assert config.kafka == []

@@ -46,10 +46,10 @@ COMMANDS: dict[str, dict[str, Command]] = {
         "check, listen.web_config_file": lambda f, d: ["check", "--config.file", str(_with_web_config(d, f, True))],
     },
     "mixin-invalid": {
-        "alerts": lambda f, d: ["alerts", "--config", str(f)],
-        "mixin generate": lambda f, d: ["mixin", "generate", "--config", str(f), "--out", str(d / "out")],
+        "alerts": lambda f, d: ["alerts", "--mixin.file", str(f)],
+        "mixin generate": lambda f, d: ["mixin", "generate", "--mixin.file", str(f), "--out", str(d / "out")],
         "dashboards preview": lambda f, d: ["dashboards", "preview", "--prometheus", "http://127.0.0.1:1",
-                                            "--config", str(f), "--out", str(d / "out")],
+                                            "--mixin.file", str(f), "--out", str(d / "out")],
     },
 }
 

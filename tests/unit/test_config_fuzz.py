@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from cdcwatch.config import ConfigError, parse_config
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
-keys = st.sampled_from(["targets", "listen", "name", "jmx", "host", "port", "url", "labels", "timeout_seconds",
+keys = st.sampled_from(["debezium", "listen", "name", "jmx", "host", "port", "url", "labels", "timeout_seconds",
                         "backend", "ssl", "username", "password", "log_level", "address", "x"])
 trees = st.recursive(scalars, lambda children: st.one_of(st.lists(children, max_size=4),
                                                          st.dictionaries(keys, children, max_size=5)), max_leaves=25)

@@ -7,11 +7,11 @@ import threading
 import time
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.failures import FailureKind
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec
+from devstack.samples import parse
 
 CONNECTED = MetricSpec("cdcwatch_debezium_connected", "gauge", "h")
 TABLE_EVENTS = MetricSpec("cdcwatch_debezium_table_events_total", "counter", "h", ("table",))
@@ -47,8 +47,7 @@ def registry_for(exporter):
 
 def scrape_values(registry):
     """One scrape, as {(name, frozenset(labels)): value}."""
-    return {(sample.name, frozenset(sample.labels.items())): sample.value
-            for family in text_string_to_metric_families(generate_latest(registry).decode()) for sample in family.samples}
+    return parse(generate_latest(registry).decode())
 
 
 def test_failing_target_is_up_0_and_counted_while_others_are_served():

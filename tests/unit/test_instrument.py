@@ -52,9 +52,9 @@ def stages_of(row: tuple) -> dict:
 
 def observe(spark, rows: list[tuple]) -> dict:
     """What the listener makes of what `instrument` observes over decoded rows: the merged summaries."""
-    from cdcwatch.spark.observation import merge_summaries
     from spark_listeners.decode import EVENT_SCHEMA
     from spark_listeners.instrument import SUMMARIES, _observations
+    from spark_listeners.observation import merge_summaries
 
     return merge_summaries(spark.createDataFrame(rows, EVENT_SCHEMA).agg(*_observations()).collect()[0][SUMMARIES])
 
@@ -125,7 +125,7 @@ def kafka_records(kafka_ms: int) -> list[dict]:
 def test_decode_puts_each_stage_of_a_change_in_its_bucket() -> None:
     """Exact to the microsecond: a gap of exactly 250 ms is at most 0.25 s, a negative one is its own code;
     what is no row change, or has no Kafka timestamp, has no produce and queue."""
-    from cdcwatch.spark.stages import NEGATIVE_CODE, STAGE_CODES
+    from spark_listeners.stages import NEGATIVE_CODE, STAGE_CODES
 
     kafka_ms = 1_795_304_600_000
     rows = decode(kafka_records(kafka_ms), kafka_ms / 1000 + 45.0)
@@ -142,7 +142,7 @@ def test_decode_puts_each_stage_of_a_change_in_its_bucket() -> None:
 def test_stage_aggregates_count_each_change_in_its_bucket(spark) -> None:
     """What the listener makes of the observed summaries of decoded rows: the histograms the decoded
     latencies call for, to the microsecond; the batch's start is the micro-batch's."""
-    from cdcwatch.spark.metrics import SparkMetrics
+    from spark_listeners.metrics import SparkMetrics
     from tests.unit.test_spark_metrics import BATCH, Clock, buckets
 
     kafka_ms = 1_795_304_600_000
@@ -179,8 +179,8 @@ def test_decode_events_without_kafka_timestamps_measures_capture_only(spark) -> 
 
 def test_the_target_stages_every_field_of_stage_latency() -> None:
     """The reference sink stages a change's `stage_latency` fields by name: the same fields, in the same order."""
-    from cdcwatch.spark.target import STAGE_COLUMNS
     from spark_listeners.decode import STAGE_LATENCY_SCHEMA
+    from spark_listeners.target import STAGE_COLUMNS
 
     assert tuple(STAGE_LATENCY_SCHEMA.fieldNames()) == STAGE_COLUMNS
 
@@ -217,9 +217,9 @@ def test_a_backlog_of_year_old_changes_in_one_batch_still_sums() -> None:
     long's range (9.2e18 µs), yet the batch's stage sum is there, and counted in the listener's histogram."""
     import pyarrow as pa
 
-    from cdcwatch.spark.metrics import SparkMetrics
-    from cdcwatch.spark.observation import merge_summaries
     from spark_listeners.decode import EVENT_SCHEMA, _Stages, batch_summary
+    from spark_listeners.metrics import SparkMetrics
+    from spark_listeners.observation import merge_summaries
     from tests.change_events import change_event
     from tests.unit.test_spark_metrics import BATCH, Clock, buckets
 

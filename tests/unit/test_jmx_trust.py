@@ -95,16 +95,16 @@ def test_a_ca_file_that_cannot_be_read_is_named(tmp_path: Path, pki: Pki) -> Non
     assert ca_file_problem(str(pki.ca)) is None
     assert "No certificate" in (ca_file_problem(str(junk)) or "")
     assert "FileNotFoundException" in (ca_file_problem(str(missing)) or "")
-    settings = parse_config(f"targets:\n  - name: t\n    jmx: {{host: 127.0.0.1, port: 1, ssl: true, ca_file: {junk}}}\n")
+    settings = parse_config(f"debezium:\n  - name: t\n    jmx: {{host: 127.0.0.1, port: 1, ssl: true, ca_file: {junk}}}\n")
     with pytest.raises(JmxError, match=f"TLS: jmx.ca_file {junk} cannot be used: CertificateException"):
-        JpypeClient(settings.targets[0].jmx, 5).query("java.lang:type=Runtime", ["StartTime"])
+        JpypeClient(settings.debezium[0].jmx, 5).query("java.lang:type=Runtime", ["StartTime"])
 
 
 @pytest.mark.parametrize("trusted", [True, False])
 def test_an_untrusted_certificate_is_a_tls_error(pki: Pki, other_ca: Pki, tls_port: int, trusted: bool) -> None:
     ca = pki.ca if trusted else other_ca.ca
-    settings = parse_config(f"targets:\n  - name: t\n    jmx: {{host: 127.0.0.1, port: {tls_port}, ssl: true,"
-                            f" ca_file: {ca}}}\n").targets[0].jmx
+    settings = parse_config(f"debezium:\n  - name: t\n    jmx: {{host: 127.0.0.1, port: {tls_port}, ssl: true,"
+                            f" ca_file: {ca}}}\n").debezium[0].jmx
     with pytest.raises(JmxError) as raised:
         JpypeClient(settings, 5).query("java.lang:type=Runtime", ["StartTime"])
     message = str(raised.value)
@@ -120,4 +120,4 @@ def test_an_untrusted_certificate_is_a_tls_error(pki: Pki, other_ca: Pki, tls_po
 ])
 def test_ca_file_settings_that_cannot_work_are_refused(settings: str, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
-        parse_config(f"targets:\n  - name: t\n    jmx: {{host: 127.0.0.1, port: 1, {settings}}}\n")
+        parse_config(f"debezium:\n  - name: t\n    jmx: {{host: 127.0.0.1, port: 1, {settings}}}\n")

@@ -44,10 +44,10 @@ def test_an_address_restricts_where_metrics_listen() -> None:
 
 
 def test_the_apply_jobs_metrics_address_flag_reaches_its_settings() -> None:
-    from cdcwatch.cli import _parser
+    from spark_listeners.apply import parser as apply_parser
 
-    parser = _parser()
-    required = ["apply", "--bootstrap-servers", "b:9092", "--subscribe-pattern", "p", "--target", "t", "--checkpoint", "c"]
+    parser = apply_parser()
+    required = ["--bootstrap-servers", "b:9092", "--subscribe-pattern", "p", "--target", "t", "--checkpoint", "c"]
     assert parser.parse_args(required).metrics_address == "0.0.0.0"
     assert parser.parse_args([*required, "--metrics-address", "10.1.2.3"]).metrics_address == "10.1.2.3"
 

@@ -19,7 +19,8 @@ from cdcwatch.kafka import KAFKA_METRICS
 from cdcwatch.kafka.collector import KAFKA_TOPIC_PARTITIONS
 from cdcwatch.postgres import SLOT_METRICS
 from cdcwatch.reference import metrics_reference
-from cdcwatch.spark.metrics import SPARK_METRICS, SinkOutcome, SparkMetrics
+from cdcwatch.spark import SPARK_METRICS
+from spark_listeners.metrics import SinkOutcome, SparkMetrics
 from tests.fixtures import read_dump
 from tests.tools import ROOT
 

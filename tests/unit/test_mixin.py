@@ -296,7 +296,7 @@ def _exported_labels() -> dict[str, set[str]]:
     """Each metric cdcwatch exports (exporter and Spark listener) → the labels its series can carry."""
     from cdcwatch.exporter import SELF_METRICS
     from cdcwatch.mixin.stages import _table
-    from cdcwatch.spark.metrics import SPARK_METRICS
+    from cdcwatch.spark import SPARK_METRICS
 
     specs = [*SELF_METRICS.values(), *SPARK_METRICS.values()]
     exported = {spec.name: set(spec.labels) for spec in specs}

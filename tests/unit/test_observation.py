@@ -27,8 +27,8 @@ def summaries(batches: list[list[float]]) -> list[dict]:
     """What the decoder summarises of batches of changes with these commit times (the rest left empty)."""
     import numpy as np
 
-    from cdcwatch.spark.stages import MEASURED_STAGES, PER_CHANGE_STAGES, stage_codes, stage_sum
     from spark_listeners.decode import _commit_points
+    from spark_listeners.stages import MEASURED_STAGES, PER_CHANGE_STAGES, stage_codes, stage_sum
 
     return [{"events": len(batch), "changes": len(batch), "malformed": 0, "oldest_commit": min(batch),
              "newest_commit": max(batch), "commit_points": _commit_points(np.array(batch)), "newest_heartbeat": None,
@@ -43,7 +43,7 @@ commits = st.lists(st.integers(0, 10_000).map(float), min_size=1, max_size=100)
 @settings(max_examples=200, deadline=None)
 @given(st.lists(commits, min_size=1, max_size=6))
 def test_small_batches_merge_to_the_exact_percentiles(batches: list[list[float]]) -> None:
-    from cdcwatch.spark.observation import PERCENTILES, merge_summaries
+    from spark_listeners.observation import PERCENTILES, merge_summaries
 
     merged = merge_summaries(summaries(batches))
     every = [value for batch in batches for value in batch]
@@ -55,7 +55,7 @@ def test_small_batches_merge_to_the_exact_percentiles(batches: list[list[float]]
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 10_000).map(float), min_size=101, max_size=3000), min_size=1, max_size=4))
 def test_large_batches_merge_within_one_percent_of_the_rank(batches: list[list[float]]) -> None:
-    from cdcwatch.spark.observation import PERCENTILES, merge_summaries
+    from spark_listeners.observation import PERCENTILES, merge_summaries
 
     merged = merge_summaries(summaries(batches))
     every = sorted(value for batch in batches for value in batch)
@@ -67,8 +67,8 @@ def test_large_batches_merge_within_one_percent_of_the_rank(batches: list[list[f
 
 
 def test_per_code_counts_and_sums_add_up_and_absent_stages_stay_absent() -> None:
-    from cdcwatch.spark.observation import merge_summaries
-    from cdcwatch.spark.stages import stage_codes, stage_sum
+    from spark_listeners.observation import merge_summaries
+    from spark_listeners.stages import stage_codes, stage_sum
 
     first, second = summaries([[5.0, 6.0], [7.0]])
     first[stage_codes("capture")] = [0, 2, 0, 1]
@@ -85,7 +85,7 @@ def test_per_code_counts_and_sums_add_up_and_absent_stages_stay_absent() -> None
 
 
 def test_no_summaries_is_an_empty_batch() -> None:
-    from cdcwatch.spark.observation import merge_summaries
+    from spark_listeners.observation import merge_summaries
 
     merged = merge_summaries([])
     assert (merged["events"], merged["changes"], merged["p50_commit"], merged["oldest_commit"]) == (0, 0, None, None)

@@ -19,6 +19,7 @@ from cdcwatch.cli import main
 from cdcwatch.config import load_config
 from cdcwatch.server import ListenError, Service
 from devstack.procs import free_port, wait_for
+from devstack.samples import parse
 
 
 def sources(*names: str) -> str:
@@ -28,7 +29,7 @@ def sources(*names: str) -> str:
 def targets(service: Service) -> set[str]:
     with urllib.request.urlopen(f"http://127.0.0.1:{service.port}/metrics", timeout=10) as response:
         text = response.read().decode()
-    return {line.split('target="')[1].split('"')[0] for line in text.splitlines() if line.startswith("cdcwatch_up{")}
+    return {dict(labels)["target"] for name, labels in parse(text) if name == "cdcwatch_up"}
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from cdcwatch.spark.metrics import CommitSpread, SinkOutcome, SparkMetrics, exception_class
-from cdcwatch.spark.stages import (
+from cdcwatch.failures import exception_class
+from spark_listeners.metrics import SPARK_EXCEPTIONS, CommitSpread, SinkOutcome, SparkMetrics
+from spark_listeners.stages import (
     NEGATIVE_CODE,
     STAGE_CODES,
     STAGE_LATENCY_BUCKETS,
@@ -136,7 +137,7 @@ def test_mixed_servers_read_mixed() -> None:
     ("plain words", "other"),
 ])
 def test_exception_class_is_one_of_a_fixed_set(text, expected) -> None:
-    assert exception_class(text) == expected
+    assert exception_class(text, SPARK_EXCEPTIONS) == expected
 
 
 def test_failed_and_terminated_states() -> None:
@@ -244,7 +245,7 @@ def test_stage_latency_exposition_passes_promtool() -> None:
 def test_bucket_codes_merged_from_partitions_add_up_per_timestamp_type() -> None:
     """histogram_numeric merges partitions' bins by weighted mean: a code can come back split over several
     pairs, or a hair off its integer."""
-    from cdcwatch.spark.stages import STAGE_CODES, stage_codes, stage_sum
+    from spark_listeners.stages import STAGE_CODES, stage_codes, stage_sum
 
     metrics = SparkMetrics(Clock(1001.0))
     pairs = [(3.0, 5.0), (2.9999999999999996, 2.0), (STAGE_CODES + 3.0000000000000004, 1.0), (STAGE_CODES - 1.0, 4.0)]

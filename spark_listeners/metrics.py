@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -39,9 +38,9 @@ from typing import Any
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from cdcwatch import failures
-from cdcwatch.families import MetricSpec, metric_specs
-from cdcwatch.spark.stages import (
+from cdcwatch.failures import KnownExceptions, exception_class
+from cdcwatch.spark import SPARK_METRICS
+from spark_listeners.stages import (
     MEASURED_STAGES,
     NEGATIVE_CODE,
     PER_CHANGE_STAGES,
@@ -52,82 +51,14 @@ from cdcwatch.spark.stages import (
     stage_sum,
 )
 
-__all__ = ["BATCH_DURATION_BUCKETS", "EXCEPTION_CLASSES", "SPARK_METRICS", "CommitSpread", "Histogram", "QueryState", "SinkOutcome",
-           "SparkMetrics", "exception_class"]
+__all__ = ["BATCH_DURATION_BUCKETS", "SPARK_EXCEPTIONS", "CommitSpread", "Histogram", "QueryState", "SinkOutcome",
+           "SparkMetrics"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 QUERY_STATES = ("active", "terminated", "failed")
 
 _STAGE_KEYS = (*MEASURED_STAGES, ("apply", ""))
 """The stage series in exposition order."""
-
-_Q = ("query",)
-_QS = ("query", "server")
-SPARK_METRICS = metric_specs(
-    # served by the listener's own /metrics in the Spark driver
-    MetricSpec("cdcwatch_spark_query_state", "gauge", (
-        "1 for the query's state (active, terminated, failed), 0 for the others."),
-        ("query", "state")),
-    MetricSpec("cdcwatch_spark_query_failure_info", "gauge", (
-        "1 for a failed query; `exception` is its exception class (a fixed set, else other)."),
-        ("query", "exception")),
-    MetricSpec("cdcwatch_spark_batches_total", "counter", "Micro-batches completed.", _Q),
-    MetricSpec("cdcwatch_spark_input_rows_total", "counter", "Records read by the query's sources.", _Q),
-    MetricSpec("cdcwatch_spark_events_total", "counter", (
-        "Kafka records decoded (row changes, heartbeats, DDL, transaction markers, malformed)."),
-        _QS),
-    MetricSpec("cdcwatch_spark_changes_total", "counter", (
-        "Row changes (create, update, delete, snapshot read) seen by the query."),
-        _QS),
-    MetricSpec("cdcwatch_spark_changes_applied_total", "counter", "Row changes the sink applied to the target.", _QS),
-    MetricSpec("cdcwatch_spark_duplicates_total", "counter", (
-        "Row changes whose key and source position were already applied (at-least-once re-deliveries), within"
-        " a batch and across batches."),
-        _QS),
-    MetricSpec("cdcwatch_spark_stale_events_total", "counter", (
-        "Row changes older than the target's row (out of order); they never overwrite it."),
-        _QS),
-    MetricSpec("cdcwatch_spark_malformed_events_total", "counter", (
-        "Records that are no readable Debezium event; counted and skipped."),
-        _QS),
-    MetricSpec("cdcwatch_spark_lost_offsets_total", "counter", (
-        "Offsets gone from the broker before the query read them (data loss, failOnDataLoss=false)."),
-        _QS),
-    MetricSpec("cdcwatch_spark_input_rows_per_second", "gauge", "Input rate of the last micro-batch.", _Q),
-    MetricSpec("cdcwatch_spark_processed_rows_per_second", "gauge", "Processing rate of the last micro-batch.", _Q),
-    MetricSpec("cdcwatch_spark_apply_lag_seconds", "gauge", (
-        "Now minus the source commit time of the changes in the last batch with changes, when it was applied;"
-        " `percentile` 50, 99 or max."),
-        ("query", "server", "percentile")),
-    MetricSpec("cdcwatch_spark_newest_applied_change_timestamp_seconds", "gauge", (
-        "Source commit time of the newest applied change."),
-        _QS),
-    MetricSpec("cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds", "gauge", (
-        "Emit time of the newest Debezium heartbeat applied; for TiCDC, the commit time of the newest WATERMARK "
-        "applied (every change before it was sent)."),
-        _QS),
-    MetricSpec("cdcwatch_spark_freshness_seconds", "gauge", (
-        "End-to-end freshness: age of the newest applied change or heartbeat, at scrape time; grows while "
-        "changes wait to be applied, stays low on an idle source with heartbeats."),
-        _QS),
-    MetricSpec("cdcwatch_spark_source_offsets_behind_latest", "gauge", (
-        "Records in Kafka the query has not read yet, per topic, after the last batch."),
-        ("query", "topic")),
-    MetricSpec("cdcwatch_spark_last_progress_timestamp_seconds", "gauge", "When the query last reported progress.", _Q),
-    MetricSpec("cdcwatch_spark_batch_duration_seconds", "histogram", "Micro-batch duration (trigger execution).", _Q),
-    MetricSpec("cdcwatch_spark_stage_latency_seconds", "histogram", (
-        "Latency of each row change by stage: capture (source commit → connector, payload.ts_ms − source.ts_ms),"
-        " produce (connector → the Kafka record's timestamp), queue (that timestamp → start of the micro-batch"
-        " reading it), apply (batch start → batch end, the same for every change of the batch). `timestamp_type`"
-        " (produce, queue): the record's timestamp is the producer's send (create_time) or the broker's append"
-        " (log_append_time). A negative stage (clock skew) counts as 0. Where the sink reports which changes it"
-        " took as new (the reference PostgreSQL target does), re-deliveries are left out; else every change read."),
-        ("query", "server", "stage", "timestamp_type")),
-    MetricSpec("cdcwatch_spark_clock_skew_changes_total", "counter", (
-        "Row changes whose stage came out negative (the clocks at its two ends disagree); counted as 0 s in"
-        " cdcwatch_spark_stage_latency_seconds."),
-        ("query", "server", "stage", "timestamp_type")),
-)
 
 
 def _family(name: str) -> Any:
@@ -137,21 +68,15 @@ def _family(name: str) -> Any:
     return kind(spec.name, spec.help, labels=list(spec.labels))
 
 
-EXCEPTION_CLASSES = ("KafkaIllegalStateException", "DatabaseError", "StreamingQueryException", "PythonException", "SparkException",
-                     "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError", "IntegrityError",
-                     "KafkaException", "TimeoutException", "IllegalStateException")
+SPARK_EXCEPTIONS = KnownExceptions(
+    names=frozenset({"KafkaIllegalStateException", "DatabaseError", "StreamingQueryException", "PythonException",
+                     "SparkException", "OutOfMemoryError", "IOException", "OperationalError", "ProgrammingError",
+                     "IntegrityError", "KafkaException", "TimeoutException", "IllegalStateException"}),
+    wrappers=frozenset({"StreamingQueryException", "PythonException", "SparkException"}),
+    packages={"psycopg.errors": "DatabaseError", "psycopg2.errors": "DatabaseError"})
 """Exception class names the `exception` label may take (a psycopg error of the sink reads DatabaseError;
 Spark's Kafka source reports records lost before they were read as KafkaIllegalStateException);
 anything else reads `other`."""
-_WRAPPERS = frozenset({"StreamingQueryException", "PythonException", "SparkException"})
-_DATABASE_ERROR = re.compile(r"\bpsycopg2?\.errors\.\w+")
-
-
-def exception_class(text: str | None) -> str:
-    """The most telling known exception class in a failure's text (innermost cause first), or `other`."""
-    if text and _DATABASE_ERROR.search(text):
-        return "DatabaseError"
-    return failures.exception_class(text, EXCEPTION_CLASSES, _WRAPPERS)
 
 
 @dataclass(frozen=True)
@@ -282,7 +207,7 @@ class SparkMetrics:
     def terminated(self, name: str, exception: str | None) -> None:
         state = self.query(name)
         state.state = "failed" if exception else "terminated"
-        state.exception = exception_class(exception) if exception else None
+        state.exception = exception_class(exception, SPARK_EXCEPTIONS) if exception else None
 
     def progress(self, name: str, progress: Mapping[str, Any], observed: Mapping[str, Any] | None) -> None:
         """One micro-batch's progress (`StreamingQueryProgress.json` as a dict) and its observed metrics."""

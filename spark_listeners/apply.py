@@ -4,23 +4,32 @@ Reads the topics with Spark's own Kafka source (spark-sql-kafka, from `--jars` o
 classpath), decodes every record with the cdcwatch event model, and merges
 each micro-batch into the target guarded by source position (`target.PostgresTarget`). The cdcwatch
 listener is attached: apply lag, freshness, duplicates, stale and malformed events on /metrics.
+Run as `cdcwatch-apply` (or `python -m spark_listeners.apply`); bad flags exit 2 before Spark starts.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from psycopg.conninfo import conninfo_to_dict
 
 from cdcwatch.spark import DEFAULT_METRICS_ADDRESS, DEFAULT_METRICS_PORT
 
-__all__ = ["ApplySettings", "KafkaSourceMissing", "build_query", "require_kafka_source", "run_apply", "spark_session"]
+__all__ = ["ApplySettings", "KafkaSourceMissing", "build_query", "require_kafka_source", "main", "run_apply", "spark_session"]
 
 log = logging.getLogger("cdcwatch.apply")
+
+_EXIT_CONFIG = 2
 
 
 @dataclass
@@ -85,9 +94,9 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
     """Start the streaming query; `listener.metrics` receives each batch's sink outcome."""
     from pyspark.sql import functions as F
 
-    from cdcwatch.spark.target import STAGED_COLUMNS, PostgresTarget
     from spark_listeners import decode_events, instrument
     from spark_listeners.decode import ROW_CHANGES
+    from spark_listeners.target import STAGED_COLUMNS, PostgresTarget
 
     require_kafka_source(spark)
     target = PostgresTarget(settings.target_dsn, settings.target_schema)
@@ -132,7 +141,7 @@ def run_apply(settings: ApplySettings) -> int:
     spark.sparkContext.setLogLevel("WARN")
     listener = CdcMetricsListener.attach(spark, settings.metrics_port, settings.metrics_address, settings.pushgateway)
     if settings.commit_group:
-        from cdcwatch.spark.commit import OffsetCommitter
+        from spark_listeners.commit import OffsetCommitter
 
         spark.streams.addListener(OffsetCommitter(settings.bootstrap_servers, settings.commit_group,
                                                   settings.query_name, settings.kafka_options))
@@ -155,3 +164,91 @@ def run_apply(settings: ApplySettings) -> int:
         stopping.wait(settings.linger_after_failure_seconds)  # let Prometheus scrape the failed state
     spark.stop()
     return 1 if failed else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The flags of `cdcwatch-apply`."""
+    apply = argparse.ArgumentParser(prog="cdcwatch-apply", description=(
+        "The reference Spark CDC apply job (Kafka → PostgreSQL), the cdcwatch listener attached."))
+    apply.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
+    apply.add_argument("--subscribe-pattern", required=True,
+                       help=r"regex of the topics to read, e.g. 'inventory\..*|__debezium-heartbeat\.inventory'")
+    apply.add_argument("--target", required=True, help="PostgreSQL connection string of the target")
+    apply.add_argument("--target-schema", default="cdcwatch_apply", help="schema of the target tables")
+    apply.add_argument("--checkpoint", required=True, help="Spark checkpoint directory (offsets live here)")
+    apply.add_argument("--master", default="local[*]", help="Spark master URL")
+    apply.add_argument("--query-name", default="cdc_apply", help="the `query` label")
+    apply.add_argument("--trigger-seconds", type=float, default=1.0, help="micro-batch interval")
+    apply.add_argument("--metrics-address", default=DEFAULT_METRICS_ADDRESS,
+                       help=f"address the listener's /metrics binds to (default {DEFAULT_METRICS_ADDRESS}: every "
+                       "interface; 127.0.0.1 or the driver's own address restricts it)")
+    apply.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
+                       help=f"port of the listener's /metrics (default {DEFAULT_METRICS_PORT}; 0: none)")
+    apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
+    apply.add_argument("--jars", default="", help="comma-separated jars for Spark (spark-sql-kafka-0-10 and its "
+                       "dependencies), when Spark's classpath lacks them")
+    apply.add_argument("--commit-group", help="also commit finished offsets under this Kafka consumer group, so lag "
+                       "monitors (cdcwatch's kafka collector, kafka-consumer-groups) see the job")
+    apply.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
+    apply.add_argument("--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
+                       help="skip offsets gone from the broker and count them instead of failing")
+    apply.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                       help="a librdkafka / Kafka client setting (repeatable)")
+    apply.add_argument("--linger-after-failure", type=float, default=0.0, metavar="SECONDS",
+                       help="keep /metrics up this long after the query failed")
+    return apply
+
+
+def _validated_run(args: argparse.Namespace) -> int:
+    try:
+        re.compile(args.subscribe_pattern)
+    except re.error as exc:
+        print(f"cdcwatch-apply: --subscribe-pattern is not a regular expression: {exc}", file=sys.stderr)
+        return _EXIT_CONFIG
+    try:
+        conninfo_to_dict(args.target)
+    except Exception as exc:  # psycopg.ProgrammingError: the libpq parser's message
+        print(f"cdcwatch-apply: --target is not a PostgreSQL connection string: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return _EXIT_CONFIG
+    options = {}
+    for option in args.kafka_option:
+        name, equals, value = option.partition("=")
+        if not equals or not name:
+            print(f"cdcwatch-apply: --kafka-option {option!r}: expected KEY=VALUE", file=sys.stderr)
+            return _EXIT_CONFIG
+        options[name] = value
+    jars = tuple(j for j in args.jars.split(",") if j)
+    missing = [jar for jar in jars if not Path(jar).is_file()]
+    if missing:
+        print(f"cdcwatch-apply: --jars: no such file: {', '.join(missing)}", file=sys.stderr)
+        return _EXIT_CONFIG
+    try:
+        return _run_apply(args, options, jars)
+    except KafkaSourceMissing as exc:
+        print(f"cdcwatch-apply: {exc}", file=sys.stderr)
+        return _EXIT_CONFIG
+
+
+def _run_apply(args: argparse.Namespace, options: dict[str, str], jars: tuple[str, ...]) -> int:
+    return run_apply(ApplySettings(
+        bootstrap_servers=args.bootstrap_servers, subscribe_pattern=args.subscribe_pattern, target_dsn=args.target,
+        checkpoint=args.checkpoint, master=args.master, query_name=args.query_name, target_schema=args.target_schema,
+        trigger_seconds=args.trigger_seconds, metrics_address=args.metrics_address,
+        metrics_port=args.metrics_port or None, pushgateway=args.pushgateway, fail_on_data_loss=args.fail_on_data_loss,
+        max_offsets_per_trigger=args.max_offsets_per_trigger, jars=jars,
+        commit_group=args.commit_group, kafka_options=options,
+        linger_after_failure_seconds=args.linger_after_failure))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `cdcwatch-apply` command: its exit code (callable in-process, e.g. by tests)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return _validated_run(parser().parse_args(argv))
+
+
+def console_main() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()

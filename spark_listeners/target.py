@@ -22,8 +22,8 @@ from typing import Any
 
 import psycopg
 
-from cdcwatch.spark.metrics import CommitSpread, SinkOutcome
-from cdcwatch.spark.stages import (
+from spark_listeners.metrics import CommitSpread, SinkOutcome
+from spark_listeners.stages import (
     MEASURED_STAGES,
     PER_CHANGE_STAGES,
     STAGE_CODES,
