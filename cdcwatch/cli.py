@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdcwatch import __version__, reference
 from cdcwatch.check import render_table
@@ -19,11 +20,11 @@ from cdcwatch.config import (
     load_config,
 )
 from cdcwatch.exporter import Exporter
-from cdcwatch.mixin import MixinConfig, load_mixin_config, write_files
-from cdcwatch.mixin.generate import rules_yaml
-from cdcwatch.mixin.preview import render_preview
 from cdcwatch.server import ListenError, serve
 from cdcwatch.web import load_web_config
+
+if TYPE_CHECKING:
+    from cdcwatch.mixin import MixinConfig
 
 __all__ = ["main"]
 
@@ -148,6 +149,10 @@ def _mixin_file(command: argparse.ArgumentParser) -> None:
 
 
 def _mixin_config(args: argparse.Namespace) -> MixinConfig:
+    """The mixin commands' config; the mixin (and the Grafana SDK the dashboards are built with) is imported only by
+    them, so that `serve` does not carry it."""
+    from cdcwatch.mixin import load_mixin_config
+
     if args.config is not None:
         raise ConfigError("the command line", [f"--config.file is the exporter's configuration (serve, check); the mixin "
                                                f"config goes in --mixin.file: --mixin.file {args.config}"])
@@ -155,16 +160,22 @@ def _mixin_config(args: argparse.Namespace) -> MixinConfig:
 
 
 def _alerts(args: argparse.Namespace) -> int:
+    from cdcwatch.mixin.generate import rules_yaml
+
     print(rules_yaml(_mixin_config(args)), end="")
     return EXIT_OK
 
 
 def _dashboards(args: argparse.Namespace) -> int:
+    from cdcwatch.mixin.preview import render_preview
+
     print(render_preview(args.prometheus, _mixin_config(args), Path(args.out), args.range))
     return EXIT_OK
 
 
 def _mixin(args: argparse.Namespace) -> int:
+    from cdcwatch.mixin import write_files
+
     for path in write_files(_mixin_config(args), Path(args.out)):
         print(path)
     return EXIT_OK

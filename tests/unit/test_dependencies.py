@@ -96,3 +96,26 @@ def test_the_listeners_pure_python_modules_import_without_pyspark() -> None:
     code = "import sys\nsys.modules['pyspark'] = None\nimport spark_listeners.metrics, spark_listeners.observation, spark_listeners.stages"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+_KAFKA_ONLY = """
+import sys
+from pathlib import Path
+import cdcwatch.cli, cdcwatch.server, cdcwatch.reload
+from cdcwatch.config import load_config
+from cdcwatch.exporter import Exporter
+Path(sys.argv[1]).write_text("kafka:\\n  - {name: main, bootstrap_servers: '127.0.0.1:9'}\\n")
+exporter = Exporter.from_config(load_config(sys.argv[1]))
+print(" ".join(sorted(m for m in ("psycopg", "pymysql", "jpype", "grafana_foundation_sdk", "matplotlib", "pyspark")
+                      if m in sys.modules)))
+exporter.close()
+"""
+
+
+def test_serving_kafka_alone_loads_no_library_of_other_targets(tmp_path: Path) -> None:
+    """Memory is the libraries loaded: libpq (psycopg) alone is about 20 MiB, the JVM bridge, the Grafana SDK and
+    matplotlib more. An exporter of Kafka targets loads none of those (each is imported where it is first used)."""
+    done = subprocess.run([sys.executable, "-c", _KAFKA_ONLY, str(tmp_path / "kafka.yml")], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
