@@ -14,7 +14,7 @@ from cdcwatch.exporter import build_collectors
 from cdcwatch.reference import metric_types
 
 _ONE_TARGET = {
-    "targets": "  - name: a\n    jmx: {host: h, port: 1}\n",
+    "debezium": "  - name: a\n    jmx: {host: h, port: 1}\n",
     "kafka": "  - name: a\n    bootstrap_servers: h:9092\n",
     "connect": "  - name: a\n    url: http://h:8083\n",
     "postgres": "  - name: a\n",

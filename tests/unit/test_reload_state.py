@@ -33,7 +33,7 @@ class _Client:
 
 
 def test_the_debezium_collector_keeps_its_jmx_connection_over_a_reload() -> None:
-    [target] = parse_config("targets:\n  - name: jvm\n    jmx: {host: 127.0.0.1, port: 9010}\n").targets
+    [target] = parse_config("debezium:\n  - name: jvm\n    jmx: {host: 127.0.0.1, port: 9010}\n").debezium
     warm, fresh = _Client(), _Client()
     before, after = DebeziumCollector(target, warm), DebeziumCollector(target, fresh)
     before.collect()
