@@ -56,7 +56,7 @@ def peer_binaries(folder: str | None) -> dict[Peer, Path]:
     where = folder or os.environ.get(PEERS_BIN_ENV)
     if not where:
         return {}
-    found = {peer: Path(where) / peer.binary for peer in PEERS}
+    found = {peer: Path(where).resolve() / peer.binary for peer in PEERS}  # the peers start in their own folders
     missing = [str(path) for path in found.values() if not os.access(path, os.X_OK)]
     if missing:
         print(f"peer binaries not found (left out of the run): {', '.join(missing)}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import gzip
 import math
 import re
-from collections.abc import Callable, Iterable
-from functools import partial
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -26,7 +26,7 @@ from prometheus_client.utils import floatToGoString
 
 from cdcwatch.families import LabelSet, RenderedFamily, sample_count
 
-__all__ = ["LabelBlocks", "SeriesLine", "label_block", "metrics_app", "render_text"]
+__all__ = ["LabelBlocks", "SeriesLine", "label_block", "metrics_app", "render_chunks", "render_text"]
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
           "unknown": "untyped", "gauge": "gauge", "histogram": "histogram", "summary": "summary"}
@@ -202,23 +202,36 @@ class _Named:
                 yield kept
 
 
-def render_text(registry: Collector, blocks: LabelBlocks | None = None) -> bytes:
-    """The text format 0.0.4 of everything `registry` collects (byte for byte what generate_latest writes).
+def render_chunks(registry: Collector, blocks: LabelBlocks | None = None) -> Iterator[str]:
+    """The text format 0.0.4 of everything `registry` collects, a family at a time: a large answer is compressed as
+    it is written, never held whole as text and as bytes at once.
 
     `blocks`: the label blocks of earlier renderings, to reuse and to add this rendering's to.
     """
-    out: list[str] = []
     labels = blocks if blocks is not None else LabelBlocks()
     values: dict[float, str] = {}
     samples = 0
     for metric in registry.collect():
         samples += sample_count(metric)
+        out: list[str] = []
         try:
             _family_text(metric, labels, values, out)
         except _NotLegacy:
             out.append(generate_latest(_One(metric)).decode("utf-8"))
+        yield "".join(out)
     labels.forget_beyond(samples)
-    return "".join(out).encode("utf-8")
+
+
+def render_text(registry: Collector, blocks: LabelBlocks | None = None) -> bytes:
+    """The text format 0.0.4 of everything `registry` collects (byte for byte what generate_latest writes)."""
+    return "".join(render_chunks(registry, blocks)).encode("utf-8")
+
+
+def _gzipped(chunks: Iterable[str]) -> bytes:
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # with the gzip header and trailer
+    parts = [compressor.compress(chunk.encode("utf-8")) for chunk in chunks]
+    parts.append(compressor.flush())
+    return b"".join(parts)
 
 
 def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
@@ -235,16 +248,21 @@ def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
             start_response("405 Method Not Allowed", [("Allow", "OPTIONS,GET")])
             return [f"# HTTP 405 Method Not Allowed: {method}; use OPTIONS or GET\n".encode()]
         encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
-        if encoder is generate_latest:
-            encoder = partial(render_text, blocks=blocks)
         source: Collector = registry
         names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
         if names:
             source = _Named(registry, names)
-        output = encoder(source)
         headers = [("Content-Type", content_type)]
-        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = gzip.compress(output, compresslevel=GZIP_LEVEL)
+        compressed = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
+        if encoder is generate_latest and compressed:
+            output = _gzipped(render_chunks(source, blocks))
+        elif encoder is generate_latest:
+            output = render_text(source, blocks)
+        else:
+            output = encoder(source)
+            if compressed:
+                output = gzip.compress(output, compresslevel=GZIP_LEVEL)
+        if compressed:
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
         return [output]
