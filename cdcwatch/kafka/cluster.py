@@ -37,18 +37,27 @@ class ClientErrors:
     def __init__(self) -> None:
         self.last: str | None = None
         self.connection: str | None = None
+        self.all_down = False
+        """librdkafka said every broker it knows is down (after each connection attempt failed)."""
 
     def record(self, error: KafkaError) -> None:
         if error.name() in _FATAL_CODES:
             self.last = f"{error.name()}: {error.str()}"
         elif error.name() in _CONNECTION_CODES:
             self.connection = f"{error.name()}: {error.str()}"
+        elif error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.all_down = True
+
+    def forget(self) -> None:
+        """Drop what was recorded (an outage that is over)."""
+        self.last = self.connection = None
+        self.all_down = False
 
     def explain(self, exc: BaseException) -> BaseException:
         """`exc`, or a ConnectionError naming the recorded cause: a wrong password, an untrusted certificate
         before a broker refusing the connection or a name that does not resolve."""
         cause = self.last or self.connection
-        self.last = self.connection = None
+        self.forget()
         if cause is None:
             return exc
         return ConnectionError(f"the Kafka client cannot connect: {cause}")
@@ -169,6 +178,9 @@ class ClusterState:
     """Partition → the broker id of its leader, as the metadata said."""
 
 
+METADATA_WAIT_SECONDS = 0.25
+"""How long one metadata request waits before the client's errors are looked at (see `ClusterReader._metadata`)."""
+
 OFFSET_FETCH_CLIENTS = 3
 """AdminClients the groups' committed offsets are asked through, groups spread over them. A broker answers the
 requests of one connection one after another, and librdkafka asks one group per OffsetFetch, so with one client
@@ -192,7 +204,7 @@ class ClusterReader:
 
     def read(self, deadline: float) -> ClusterState:
         listing = self.admin.list_consumer_groups(request_timeout=_left(deadline))  # in flight with the metadata
-        metadata = self.admin.list_topics(timeout=_left(deadline))
+        metadata = self._metadata(deadline)
         partitions = {name: len(topic.partitions) for name, topic in metadata.topics.items()
                       if topic.error is None and self.cluster.topics.matches(name)}
         leaders = {(name, p): found.leader for name in partitions for p, found in metadata.topics[name].partitions.items()}
@@ -213,8 +225,22 @@ class ClusterReader:
                    for n, name in enumerate(names)}
         groups = [self._group(name, listed[name], described.get(name), commits[name], partitions, deadline)
                   for name in names]
-        return ClusterState(partitions, _offsets(starts, deadline), _offsets(ends, deadline),
-                            [group for group in groups if group.committed], time.time(), leaders=leaders)
+        state = ClusterState(partitions, _offsets(starts, deadline), _offsets(ends, deadline),
+                             [group for group in groups if group.committed], time.time(), leaders=leaders)
+        self.errors.forget()  # the cluster answered: what was reported before says nothing of the next read
+        return state
+
+    def _metadata(self, deadline: float) -> Any:
+        """The cluster's metadata, asked in short waits: once librdkafka says every broker is down (refused, a name
+        that does not resolve, a failed handshake), the read fails at once with why, instead of at the deadline."""
+        while True:
+            try:
+                return self.admin.list_topics(timeout=min(METADATA_WAIT_SECONDS, _left(deadline)))
+            except KafkaException:
+                self.admin.poll(0)  # serves the error callbacks queued meanwhile
+                if self.errors.all_down or self.errors.last:
+                    raise
+                _left(deadline)
 
     def _list_offsets(self, wanted: list[TopicPartition], spec: OffsetSpec, deadline: float) -> dict[Any, Future[Any]]:
         if not wanted:

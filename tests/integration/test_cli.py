@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import urllib.error
@@ -51,6 +52,9 @@ def test_check_exits_1_when_a_target_is_down(tmp_path):
     config.write_text(exporter_config(debezium=[jmx_target("nobody-home", free_port(), timeout_seconds=5)]))
     done = run("check", "--config", str(config))
     assert done.returncode == 1, done.stderr
+    # a Kafka cluster whose every broker is down fails at once, with why, not at its deadline (5 s)
+    assert all(int(re.search(r" (\d+)ms ", line).group(1)) < 4000
+               for line in done.stdout.splitlines() if line.startswith(("kafka-refused ", "kafka-nowhere "))), done.stdout
     line = next(line for line in done.stdout.splitlines() if line.startswith("nobody-home"))
     assert "NO" in line and "error:" in line
 
@@ -62,9 +66,8 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
     config = tmp_path / "down.yml"
     config.write_text(exporter_config(
         debezium=[jmx_target("jmx-refused", closed), jmx_target("jmx-nowhere", 9010, host=nowhere)],
-        # (no Kafka target with an unknown host: librdkafka resolves names in its broker thread, and on a busy
-        # machine its answer can come after the collection's deadline, which then reads "timed out")
         kafka=[{"name": "kafka-refused", "bootstrap_servers": f"127.0.0.1:{closed}"},
+               {"name": "kafka-nowhere", "bootstrap_servers": f"{nowhere}:9092"},
                {"name": "kafka-password", "bootstrap_servers": kafka.secure_bootstrap, "client": wrong_password},
                {"name": "kafka-untrusted", "bootstrap_servers": kafka.secure_bootstrap, "client": no_ca}],
         connect=[{"name": "connect-refused", "url": f"http://127.0.0.1:{closed}"},
@@ -74,7 +77,7 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
                {"name": "mysql-nowhere", "host": nowhere, "user": "monitor"}]))
     expected = {
         "jmx-refused": (f"127.0.0.1:{closed}", "connection refused"), "jmx-nowhere": (f"{nowhere}:9010", "unknown host"),
-        "kafka-refused": (f"127.0.0.1:{closed}", "connection refused"),
+        "kafka-refused": (f"127.0.0.1:{closed}", "connection refused"), "kafka-nowhere": (f"{nowhere}:9092", "unknown host"),
         "kafka-password": (kafka.secure_bootstrap, "authentication failed"), "kafka-untrusted": (kafka.secure_bootstrap, "TLS failed"),
         "connect-refused": (f"http://127.0.0.1:{closed}", "connection refused"),
         "connect-nowhere": (f"http://{nowhere}:8083", "unknown host"),
@@ -83,6 +86,9 @@ def test_check_names_each_failed_targets_address_what_failed_and_what_to_check(k
     }
     done = run("check", "--config", str(config))
     assert done.returncode == 1, done.stderr
+    # a Kafka cluster whose every broker is down fails at once, with why, not at its deadline (5 s)
+    assert all(int(re.search(r" (\d+)ms ", line).group(1)) < 4000
+               for line in done.stdout.splitlines() if line.startswith(("kafka-refused ", "kafka-nowhere "))), done.stdout
     rows = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
     for name, (address, kind) in expected.items():
         said = rows[name].partition("  error: ")[2]
