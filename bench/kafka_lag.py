@@ -89,8 +89,10 @@ def commits(group_number: int, partitions: int, step: int) -> list[TopicPartitio
             if (group_number, p) != UNCOMMITTED]
 
 
-def keep_moving(kafka: KafkaBroker, groups: list[str], partitions: int, stop: threading.Event) -> None:
-    """Writes a message to every partition and moves every group's commit one further, once a second."""
+def keep_moving(kafka: KafkaBroker, groups: list[str], partitions: int, stop: threading.Event,
+                moved: threading.Event) -> None:
+    """Writes a message to every partition and moves every group's commit one further, once a second (setting `moved`
+    after each round)."""
     producer = Producer({"bootstrap.servers": kafka.bootstrap, "log_level": "0"})
     consumers = {g: Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": g, "enable.auto.commit": False})
                  for g in groups}
@@ -102,6 +104,7 @@ def keep_moving(kafka: KafkaBroker, groups: list[str], partitions: int, stop: th
         step += 1
         for n, consumer in enumerate(consumers.values()):
             consumer.commit(offsets=commits(n, partitions, step), asynchronous=False)
+        moved.set()
     for consumer in consumers.values():
         consumer.close()
 
@@ -248,10 +251,11 @@ def warm(contender: Contender, expected: int, timeout: float) -> None:
         print(f"{exc}: compared as it is")
 
 
-def stage_profile(config: Path) -> None:
-    """Where an in-process collection and its answer spend their time, per stage (offsets still moving): each stage's
-    own wall time, averaged over 10 scrapes, then a cProfile of the same. Nested stages (the samples are built within
-    the collection) count in both; GC pauses count in whichever stage they interrupt."""
+def stage_profile(config: Path, moved: threading.Event) -> None:
+    """Where an in-process collection and its answer spend their time, per stage, each scrape after the offsets moved
+    (`moved`: set by the mover after each round of commits), as in the bench's moving phase: each stage's own wall
+    time, averaged over 10 scrapes, then a cProfile of the same. Nested stages (the samples are built within the
+    collection) count in both; GC pauses count in whichever stage they interrupt."""
     import cProfile
     import pstats
 
@@ -313,6 +317,8 @@ def stage_profile(config: Path) -> None:
     total = 0.0
     try:
         for _ in range(10):
+            moved.clear()
+            moved.wait(30)
             started = time.perf_counter()
             text = render_text(Scrape(), blocks)
             compress_started = time.perf_counter()
@@ -329,7 +335,10 @@ def stage_profile(config: Path) -> None:
         print(f"  {stage:<48}{seconds * 100:>8.1f}")
     print(f"  {'total':<48}{total * 100:>8.1f}")
     profiler = cProfile.Profile()
-    profiler.runcall(lambda: [render_text(Scrape(), blocks) for _ in range(10)])
+    for _ in range(10):
+        moved.clear()
+        moved.wait(30)
+        profiler.runcall(render_text, Scrape(), blocks)
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     collector.close()
 
@@ -352,7 +361,7 @@ def main() -> None:
     kafka = KafkaBroker(work / "kafka")
     kafka.start()
     exporters: list[Exporter] = []
-    stop = threading.Event()
+    stop, moved = threading.Event(), threading.Event()
     mover = None
     try:
         kafka.create_topic(TOPIC, args.partitions)
@@ -391,7 +400,7 @@ def main() -> None:
                 contender.values()
 
         run_phase("static", contenders, args.scrapes)
-        mover = threading.Thread(target=keep_moving, args=(kafka, groups, args.partitions, stop), daemon=True)
+        mover = threading.Thread(target=keep_moving, args=(kafka, groups, args.partitions, stop, moved), daemon=True)
         mover.start()
         tool: list[float] = []
         tool_command = kafka.java_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
@@ -425,7 +434,7 @@ def main() -> None:
             if plot:
                 print(f"plot: {plot}")
         if args.profile:
-            stage_profile(work / f"{CDCWATCH}.yml")
+            stage_profile(work / f"{CDCWATCH}.yml", moved)
     finally:
         stop.set()
         if mover is not None:

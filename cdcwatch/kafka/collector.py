@@ -19,6 +19,7 @@ import re
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
 from cdcwatch.config import KafkaClusterConfig
@@ -197,6 +198,8 @@ class KafkaCollector:
         self.address = cluster.bootstrap_servers
         self.reader = ClusterReader(cluster)
         self.messages = MessageReader(cluster)
+        self._fetcher = ThreadPoolExecutor(1, thread_name_prefix=f"cdcwatch-kafka-messages-{cluster.name}")
+        """Reads the messages a scrape needs while the scrape goes on with what needs none of them."""
         self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
         self.kept: dict[tuple[str, str, int], _GroupPartition] = {}
         self.topic_server: dict[str, str] = {}
@@ -241,14 +244,18 @@ class KafkaCollector:
         for where, end in state.end.items():
             self.history[where].add(state.read_at, end)
         rows = self._rows(state)
-        found = self.messages.read(self._pending_timestamps(rows), self._newest_offsets(state), deadline, state.leaders)
+        reading = self._fetcher.submit(self.messages.read, self._pending_timestamps(rows), self._newest_offsets(state),
+                                       deadline, state.leaders)
+        # meanwhile (the read is mostly waiting on the broker): what needs no message
+        if self.cluster.status.enabled:
+            self._statuses(rows, state.read_at)
+        self._refresh_lines(rows)
+        found = reading.result()
         newest = self._newest_commit_times(found.newest)
         if self.cluster.lag_seconds:
             self._lag_seconds(rows, state, found.timestamps)
         self.reader.retention(state)  # the answers that arrived meanwhile
         self._runway(rows, state)
-        if self.cluster.status.enabled:
-            self._statuses(rows, state.read_at)
         builder = FamilyBuilder()
         self._topic_families(builder, state, newest)
         self._group_families(builder, state, rows)
@@ -370,6 +377,19 @@ class KafkaCollector:
             if row.committed is not None:
                 window.observe(now, row.committed, row.lag)
             row.status = window.code(row.group.members > 0)
+
+    def _refresh_lines(self, rows: list[_GroupPartition]) -> None:
+        """Formats the changed values of the per-partition lines that need no message (committed offset, lag in
+        messages, status), so that `_partition_series` later finds them done."""
+        if self.cluster.granularity != "partition":
+            return
+        for row in rows:
+            if row.lag_line is not None:
+                row.lag_line.line(row.lag)
+            if row.committed_line is not None and row.committed is not None:
+                row.committed_line.line(row.committed)
+            if row.status_line is not None:
+                row.status_line.line(row.status)
 
     def _server(self, topic: str) -> str:
         for pattern, server in self._server_patterns:
@@ -498,5 +518,6 @@ class KafkaCollector:
             status_lines += [r.status_line.line(r.status) for r in rows]  # type: ignore[union-attr]
 
     def close(self) -> None:
+        self._fetcher.shutdown(wait=True)  # a read under way ends by its scrape's deadline
         self.messages.close()
         self.reader.close()

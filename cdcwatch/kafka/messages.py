@@ -5,6 +5,7 @@ source commit time of the newest message in a partition (Debezium topics). Both 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -78,6 +79,7 @@ def _written(message: Message, topic: str) -> tuple[float, str]:
 
 
 CONSUME_WAIT_SECONDS = 0.01
+CONSUME_BATCH = 1000
 WAKE_TIMEOUT_SECONDS = 0.5
 SEEK_GAP = 500
 """Read through gaps up to this many messages between two wanted offsets of a partition; seek over longer ones."""
@@ -108,8 +110,9 @@ class MessageReader:
         partition's newest). Offsets not read before the deadline are left out. `leaders` (partition → leader
         broker id) lets the fetch start at once on every broker (see `_wake`).
         """
-        missing_stamps = [at for at in timestamps if at not in self.timestamps]
-        missing_newest = [at for at in newest if at not in self.newest]
+        wanted_stamps, wanted_newest = set(timestamps), set(newest)  # groups at one offset ask for it once
+        missing_stamps = [at for at in wanted_stamps if at not in self.timestamps]
+        missing_newest = [at for at in wanted_newest if at not in self.newest]
         self.reads["cache"] += len(timestamps) - len(missing_stamps) + len(newest) - len(missing_newest)
         fetched = self._fetch(missing_stamps + missing_newest, deadline, leaders or {})
         for at in missing_stamps:
@@ -123,8 +126,8 @@ class MessageReader:
                 except EventDecodeError:
                     self.newest.put(at, NewestChange(None, None))
         stamps = {at: None if stamp == _NO_TIMESTAMP else stamp
-                  for at in timestamps if (stamp := self.timestamps.get(at)) is not None}
-        return Lookup(stamps, {at: change for at in newest if (change := self.newest.get(at)) is not None})
+                  for at in wanted_stamps if (stamp := self.timestamps.get(at)) is not None}
+        return Lookup(stamps, {at: change for at in wanted_newest if (change := self.newest.get(at)) is not None})
 
     def _fetch(self, wanted: list[At], deadline: float, leaders: Mapping[tuple[str, int], int]) -> dict[At, Message]:
         """The messages at the wanted offsets that could be read before the deadline.
@@ -144,9 +147,10 @@ class MessageReader:
         got: dict[At, Message] = {}
         try:
             while plan and time.monotonic() < deadline:
-                # consume() waits for its whole timeout unless num_messages arrive: a short one ends the pass as
-                # soon as the last wanted message is in
-                batch = self.consumer.consume(num_messages=1000, timeout=CONSUME_WAIT_SECONDS)
+                # what has arrived, else the next message to arrive: consume() waits for num_messages or its
+                # timeout, so a pass never waits once its last wanted message is in
+                batch = (self.consumer.consume(num_messages=CONSUME_BATCH, timeout=0)
+                         or self.consumer.consume(num_messages=1, timeout=CONSUME_WAIT_SECONDS))
                 for message in batch:
                     read_topic, read_partition = message.topic(), message.partition()
                     if read_topic is None or read_partition is None:
@@ -180,17 +184,20 @@ class MessageReader:
     def _wake(self, assignment: list[TopicPartition], leaders: Mapping[tuple[str, int], int], deadline: float) -> None:
         """One request to each leader broker of the assignment. A partition assigned again on the broker that led
         it before starts fetching only when that broker's thread next wakes up, up to a second later; a request
-        (ListOffsets of one partition, a millisecond) wakes it now. Only a wake-up: its answer and errors are
-        not used."""
+        (ListOffsets of one partition) wakes it now. Only the wake-up counts, so the requests are made from a thread
+        of their own while the fetch goes on; their answers and errors are not used."""
         first: dict[int, TopicPartition] = {}
         for tp in assignment:
             first.setdefault(leaders.get((tp.topic, tp.partition), -1), tp)
-        for tp in first.values():
-            try:
-                self.consumer.get_watermark_offsets(
-                    tp, timeout=min(WAKE_TIMEOUT_SECONDS, max(deadline - time.monotonic(), 0.0)), cached=False)
-            except KafkaException:
-                pass
+        timeout = min(WAKE_TIMEOUT_SECONDS, max(deadline - time.monotonic(), 0.0))
+
+        def ask() -> None:
+            for tp in first.values():
+                try:
+                    self.consumer.get_watermark_offsets(tp, timeout=timeout, cached=False)
+                except (KafkaException, RuntimeError):  # RuntimeError: the consumer closed meanwhile
+                    pass
+        threading.Thread(target=ask, name="cdcwatch-kafka-wake", daemon=True).start()
 
     def _done(self, plan: dict[tuple[str, int], list[int]], where: tuple[str, int]) -> None:
         plan.pop(where, None)
