@@ -191,7 +191,7 @@ class SparkMetrics:
     def __init__(self, clock: Any = time.time) -> None:
         self._queries: dict[str, QueryState] = {}
         self._sink_reports: dict[tuple[str, int], SinkOutcome] = {}
-        """(query, batch id) → what the sink reported of that batch's new changes, until its progress arrives."""
+        """(query, batch id) → what the sink reported of that batch, until its progress arrives."""
         self._lock = threading.Lock()
         self._clock = clock
 
@@ -206,6 +206,9 @@ class SparkMetrics:
 
     def terminated(self, name: str, exception: str | None) -> None:
         state = self.query(name)
+        with self._lock:  # a batch the sink reported but whose progress never came still changed the target
+            for key in sorted(k for k in self._sink_reports if k[0] == name):
+                _count_sink(state, self._sink_reports.pop(key))
         state.state = "failed" if exception else "terminated"
         state.exception = exception_class(exception, SPARK_EXCEPTIONS) if exception else None
 
@@ -224,7 +227,9 @@ class SparkMetrics:
             state.offsets_behind = _offsets_behind(progress.get("sources") or ())
             state.lost_offsets += _offsets_skipped(progress.get("sources") or ())
             state.last_progress = now
-            report = self._sink_report(name, progress.get("batchId"))
+            report = self._sink_report(state, progress.get("batchId"))
+            if report is not None:
+                _count_sink(state, report)  # with the batch's observed counts: a scrape sees both or neither
             if observed:
                 self._observed(state, observed, now, report.commits if report else None)
                 # the stages of the sink's new changes where it reports them, else of every change the batch read
@@ -232,13 +237,14 @@ class SparkMetrics:
                 _measured_stages(state, staged)
                 _apply_stage(state, progress, staged)
 
-    def _sink_report(self, name: str, batch_id: Any) -> SinkOutcome | None:
-        """What the sink reported of batch `batch_id` (None: nothing), forgetting older batches."""
+    def _sink_report(self, state: QueryState, batch_id: Any) -> SinkOutcome | None:
+        """What the sink reported of batch `batch_id` (None: nothing); the counts of older batches whose progress
+        never came are counted now, their commits and stages forgotten."""
         if not isinstance(batch_id, int):
             return None
-        report = self._sink_reports.pop((name, batch_id), None)
-        for key in [k for k in self._sink_reports if k[0] == name and k[1] < batch_id]:
-            del self._sink_reports[key]
+        report = self._sink_reports.pop((state.name, batch_id), None)
+        for key in sorted(k for k in self._sink_reports if k[0] == state.name and k[1] < batch_id):
+            _count_sink(state, self._sink_reports.pop(key))
         return report
 
     def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float,
@@ -263,14 +269,15 @@ class SparkMetrics:
     # fed by the sink ---------------------------------------------------------------------------------
     def sink(self, name: str, outcome: SinkOutcome, batch_id: int | None = None) -> None:
         """A sink's outcome of batch `batch_id` (in `foreachBatch`, before the batch's progress arrives): its counts,
-        and with `outcome.commits` / `outcome.stages` and the batch id, the changes the batch's apply lag / stage
-        histograms are measured on."""
+        and with `outcome.commits` / `outcome.stages` the changes the batch's apply lag / stage histograms are
+        measured on. With the batch id, the counts are recorded when the batch's progress brings its observed
+        counts, so no scrape sees a batch's duplicates without its changes; a second report of one batch replaces
+        the first. Without, they count at once."""
         state = self.query(name)
         with self._lock:
-            state.applied += outcome.applied
-            state.duplicates += outcome.duplicates
-            state.stale += outcome.stale
-            if (outcome.commits is not None or outcome.stages is not None) and batch_id is not None:
+            if batch_id is None:
+                _count_sink(state, outcome)
+            else:
                 self._sink_reports[(name, batch_id)] = outcome
 
     # prometheus_client collector ---------------------------------------------------------------------
@@ -335,6 +342,12 @@ class SparkMetrics:
         yield durations
         yield latencies
         yield skew
+
+
+def _count_sink(state: QueryState, outcome: SinkOutcome) -> None:
+    state.applied += outcome.applied
+    state.duplicates += outcome.duplicates
+    state.stale += outcome.stale
 
 
 def _measured_stages(state: QueryState, observed: Mapping[str, Any]) -> None:
