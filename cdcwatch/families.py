@@ -150,6 +150,18 @@ class FamilyBuilder:
         spec.check_labels(labels)
         self.family_of(spec).samples.append(Sample(spec.name, {**common, **labels}, value))
 
+    def add_histogram(self, spec: MetricSpec, buckets: Iterable[tuple[str, float]], total: float,
+                      common: Mapping[str, str] = {}, **labels: str) -> None:
+        """The samples of one histogram series of `spec`, as `add_spec` adds one sample: `buckets` are (bound, cumulative
+        count) pairs ending with +Inf, whose count is the series' `_count`; `total` its `_sum`."""
+        spec.check_labels(labels)
+        series, samples = {**common, **labels}, self.family_of(spec).samples
+        count = 0.0
+        for bound, count in buckets:
+            samples.append(Sample(f"{spec.name}_bucket", {**series, "le": bound}, count))
+        samples.append(Sample(f"{spec.name}_count", series, count))
+        samples.append(Sample(f"{spec.name}_sum", series, total))
+
     def family_of(self, spec: MetricSpec) -> Metric:
         """The family of `spec`; hot paths append `Sample(spec.name, labels, value)` to its samples after
         `spec.check_labels` of their label keys."""

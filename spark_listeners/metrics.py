@@ -36,10 +36,35 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import Metric
 
 from cdcwatch.failures import KnownExceptions, exception_class
-from cdcwatch.spark import SPARK_METRICS
+from cdcwatch.families import FamilyBuilder
+from cdcwatch.spark import (
+    APPLY_LAG_SECONDS,
+    BATCH_DURATION_SECONDS,
+    BATCHES_TOTAL,
+    CHANGES_APPLIED_TOTAL,
+    CHANGES_TOTAL,
+    CLOCK_SKEW_CHANGES_TOTAL,
+    DUPLICATES_TOTAL,
+    EVENTS_TOTAL,
+    FRESHNESS_SECONDS,
+    INPUT_ROWS_PER_SECOND,
+    INPUT_ROWS_TOTAL,
+    LAST_PROGRESS_TIMESTAMP_SECONDS,
+    LOST_OFFSETS_TOTAL,
+    MALFORMED_EVENTS_TOTAL,
+    NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS,
+    NEWEST_APPLIED_HEARTBEAT_TIMESTAMP_SECONDS,
+    PROCESSED_ROWS_PER_SECOND,
+    QUERY_FAILURE_INFO,
+    QUERY_STATE,
+    SOURCE_OFFSETS_BEHIND_LATEST,
+    SPARK_METRICS,
+    STAGE_LATENCY_SECONDS,
+    STALE_EVENTS_TOTAL,
+)
 from spark_listeners.stages import (
     MEASURED_STAGES,
     NEGATIVE_CODE,
@@ -59,13 +84,6 @@ QUERY_STATES = ("active", "terminated", "failed")
 
 _STAGE_KEYS = (*MEASURED_STAGES, ("apply", ""))
 """The stage series in exposition order."""
-
-
-def _family(name: str) -> Any:
-    """A fresh family of the declared metric `name` (Gauge-, Counter- or HistogramMetricFamily), with its spec's labels."""
-    spec = SPARK_METRICS[name]
-    kind = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily, "histogram": HistogramMetricFamily}[spec.type]
-    return kind(spec.name, spec.help, labels=list(spec.labels))
 
 
 SPARK_EXCEPTIONS = KnownExceptions(
@@ -191,7 +209,7 @@ class SparkMetrics:
     def __init__(self, clock: Any = time.time) -> None:
         self._queries: dict[str, QueryState] = {}
         self._sink_reports: dict[tuple[str, int], SinkOutcome] = {}
-        """(query, batch id) → what the sink reported of that batch's new changes, until its progress arrives."""
+        """(query, batch id) → what the sink reported of that batch, until its progress arrives."""
         self._lock = threading.Lock()
         self._clock = clock
 
@@ -206,6 +224,9 @@ class SparkMetrics:
 
     def terminated(self, name: str, exception: str | None) -> None:
         state = self.query(name)
+        with self._lock:  # a batch the sink reported but whose progress never came still changed the target
+            for key in sorted(k for k in self._sink_reports if k[0] == name):
+                _count_sink(state, self._sink_reports.pop(key))
         state.state = "failed" if exception else "terminated"
         state.exception = exception_class(exception, SPARK_EXCEPTIONS) if exception else None
 
@@ -224,7 +245,9 @@ class SparkMetrics:
             state.offsets_behind = _offsets_behind(progress.get("sources") or ())
             state.lost_offsets += _offsets_skipped(progress.get("sources") or ())
             state.last_progress = now
-            report = self._sink_report(name, progress.get("batchId"))
+            report = self._sink_report(state, progress.get("batchId"))
+            if report is not None:
+                _count_sink(state, report)  # with the batch's observed counts: a scrape sees both or neither
             if observed:
                 self._observed(state, observed, now, report.commits if report else None)
                 # the stages of the sink's new changes where it reports them, else of every change the batch read
@@ -232,13 +255,14 @@ class SparkMetrics:
                 _measured_stages(state, staged)
                 _apply_stage(state, progress, staged)
 
-    def _sink_report(self, name: str, batch_id: Any) -> SinkOutcome | None:
-        """What the sink reported of batch `batch_id` (None: nothing), forgetting older batches."""
+    def _sink_report(self, state: QueryState, batch_id: Any) -> SinkOutcome | None:
+        """What the sink reported of batch `batch_id` (None: nothing); the counts of older batches whose progress
+        never came are counted now, their commits and stages forgotten."""
         if not isinstance(batch_id, int):
             return None
-        report = self._sink_reports.pop((name, batch_id), None)
-        for key in [k for k in self._sink_reports if k[0] == name and k[1] < batch_id]:
-            del self._sink_reports[key]
+        report = self._sink_reports.pop((state.name, batch_id), None)
+        for key in sorted(k for k in self._sink_reports if k[0] == state.name and k[1] < batch_id):
+            _count_sink(state, self._sink_reports.pop(key))
         return report
 
     def _observed(self, state: QueryState, observed: Mapping[str, Any], now: float,
@@ -263,14 +287,15 @@ class SparkMetrics:
     # fed by the sink ---------------------------------------------------------------------------------
     def sink(self, name: str, outcome: SinkOutcome, batch_id: int | None = None) -> None:
         """A sink's outcome of batch `batch_id` (in `foreachBatch`, before the batch's progress arrives): its counts,
-        and with `outcome.commits` / `outcome.stages` and the batch id, the changes the batch's apply lag / stage
-        histograms are measured on."""
+        and with `outcome.commits` / `outcome.stages` the changes the batch's apply lag / stage histograms are
+        measured on. With the batch id, the counts are recorded when the batch's progress brings its observed
+        counts, so no scrape sees a batch's duplicates without its changes; a second report of one batch replaces
+        the first. Without, they count at once."""
         state = self.query(name)
         with self._lock:
-            state.applied += outcome.applied
-            state.duplicates += outcome.duplicates
-            state.stale += outcome.stale
-            if (outcome.commits is not None or outcome.stages is not None) and batch_id is not None:
+            if batch_id is None:
+                _count_sink(state, outcome)
+            else:
                 self._sink_reports[(name, batch_id)] = outcome
 
     # prometheus_client collector ---------------------------------------------------------------------
@@ -284,57 +309,53 @@ class SparkMetrics:
                         [(key, Histogram(list(h.buckets), h.count, h.sum, h.negative)) for key, h in sorted(
                             s.stages.items(), key=lambda item: _STAGE_KEYS.index(item[0]))])
                        for s in self._queries.values()]
-        state_set, failure = _family("cdcwatch_spark_query_state"), _family("cdcwatch_spark_query_failure_info")
-        counters = {name: _family(f"cdcwatch_spark_{name}_total") for name in (
-            "batches", "input_rows", "events", "changes", "changes_applied", "duplicates", "stale_events", "malformed_events",
-            "lost_offsets")}
-        gauges = {name: _family(f"cdcwatch_spark_{name}") for name in (
-            "input_rows_per_second", "processed_rows_per_second", "apply_lag_seconds", "newest_applied_change_timestamp_seconds",
-            "newest_applied_heartbeat_timestamp_seconds", "freshness_seconds", "source_offsets_behind_latest",
-            "last_progress_timestamp_seconds")}
-        durations = _family("cdcwatch_spark_batch_duration_seconds")
-        latencies, skew = _family("cdcwatch_spark_stage_latency_seconds"), _family("cdcwatch_spark_clock_skew_changes_total")
+        builder = FamilyBuilder()
+        for spec in SPARK_METRICS.values():  # every family, in declaration order, even without a sample
+            builder.family_of(spec)
         for state, lag, behind, buckets, stages in queries:
-            name, server = state.name, state.server
+            query = {"query": state.name}
+            series = {**query, "server": state.server}
             for each in QUERY_STATES:
-                state_set.add_metric([name, each], float(each == state.state))
+                builder.add_spec(QUERY_STATE, float(each == state.state), query, state=each)
             if state.state == "failed":
-                failure.add_metric([name, state.exception or "other"], 1.0)
-            for counter, value in (("batches", state.batches), ("input_rows", state.input_rows)):
-                counters[counter].add_metric([name], value)
-            for counter, value in (("events", state.events), ("changes", state.changes),
-                                   ("changes_applied", state.applied), ("duplicates", state.duplicates),
-                                   ("stale_events", state.stale), ("malformed_events", state.malformed),
-                                   ("lost_offsets", state.lost_offsets)):
-                counters[counter].add_metric([name, server], value)
-            gauges["input_rows_per_second"].add_metric([name], state.input_rows_per_second)
-            gauges["processed_rows_per_second"].add_metric([name], state.processed_rows_per_second)
+                builder.add_spec(QUERY_FAILURE_INFO, 1.0, query, exception=state.exception or "other")
+            builder.add_spec(BATCHES_TOTAL, state.batches, query)
+            builder.add_spec(INPUT_ROWS_TOTAL, state.input_rows, query)
+            for spec, value in ((EVENTS_TOTAL, state.events), (CHANGES_TOTAL, state.changes),
+                                (CHANGES_APPLIED_TOTAL, state.applied), (DUPLICATES_TOTAL, state.duplicates),
+                                (STALE_EVENTS_TOTAL, state.stale), (MALFORMED_EVENTS_TOTAL, state.malformed),
+                                (LOST_OFFSETS_TOTAL, state.lost_offsets)):
+                builder.add_spec(spec, value, series)
+            builder.add_spec(INPUT_ROWS_PER_SECOND, state.input_rows_per_second, query)
+            builder.add_spec(PROCESSED_ROWS_PER_SECOND, state.processed_rows_per_second, query)
             for percentile, seconds in sorted(lag.items()):
-                gauges["apply_lag_seconds"].add_metric([name, server, percentile], max(seconds, 0.0))
+                builder.add_spec(APPLY_LAG_SECONDS, max(seconds, 0.0), series, percentile=percentile)
             if state.newest_change is not None:
-                gauges["newest_applied_change_timestamp_seconds"].add_metric([name, server], state.newest_change)
+                builder.add_spec(NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS, state.newest_change, series)
             if state.newest_heartbeat is not None:
-                gauges["newest_applied_heartbeat_timestamp_seconds"].add_metric([name, server], state.newest_heartbeat)
+                builder.add_spec(NEWEST_APPLIED_HEARTBEAT_TIMESTAMP_SECONDS, state.newest_heartbeat, series)
             if state.newest_applied is not None:
-                gauges["freshness_seconds"].add_metric([name, server], max(now - state.newest_applied, 0.0))
+                builder.add_spec(FRESHNESS_SECONDS, max(now - state.newest_applied, 0.0), series)
             for topic, records in sorted(behind.items()):
-                gauges["source_offsets_behind_latest"].add_metric([name, topic], records)
+                builder.add_spec(SOURCE_OFFSETS_BEHIND_LATEST, records, query, topic=topic)
             if state.last_progress is not None:
-                gauges["last_progress_timestamp_seconds"].add_metric([name], state.last_progress)
+                builder.add_spec(LAST_PROGRESS_TIMESTAMP_SECONDS, state.last_progress, query)
             cumulative = [(str(bound), float(count)) for bound, count in zip(BATCH_DURATION_BUCKETS, buckets, strict=True)]
-            durations.add_metric([name], cumulative + [("+Inf", float(state.duration_count))], state.duration_sum)
+            builder.add_histogram(BATCH_DURATION_SECONDS, cumulative + [("+Inf", float(state.duration_count))],
+                                  state.duration_sum, query)
             for (stage, timestamp_type), histogram in stages:
-                labels = [name, server, stage, timestamp_type]
-                latencies.add_metric(labels, [(str(bound), float(count)) for bound, count in zip(
-                    STAGE_LATENCY_BUCKETS, histogram.buckets, strict=True)] + [("+Inf", float(histogram.count))], histogram.sum)
-                skew.add_metric(labels, histogram.negative)
-        yield state_set
-        yield failure
-        yield from counters.values()
-        yield from gauges.values()
-        yield durations
-        yield latencies
-        yield skew
+                builder.add_histogram(STAGE_LATENCY_SECONDS, [(str(bound), float(count)) for bound, count in zip(
+                    STAGE_LATENCY_BUCKETS, histogram.buckets, strict=True)] + [("+Inf", float(histogram.count))],
+                    histogram.sum, series, stage=stage, timestamp_type=timestamp_type)
+                builder.add_spec(CLOCK_SKEW_CHANGES_TOTAL, histogram.negative, series, stage=stage,
+                                 timestamp_type=timestamp_type)
+        yield from builder.families()
+
+
+def _count_sink(state: QueryState, outcome: SinkOutcome) -> None:
+    state.applied += outcome.applied
+    state.duplicates += outcome.duplicates
+    state.stale += outcome.stale
 
 
 def _measured_stages(state: QueryState, observed: Mapping[str, Any]) -> None:

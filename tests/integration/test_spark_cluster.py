@@ -5,7 +5,8 @@ cdcwatch reaches the executors as the deployment docs tell users: a virtualenv w
 venv-pack and shipped through `spark.archives` (the workers have no PYTHONPATH, and the executors report where they
 imported cdcwatch from). On the cluster, as locally (test_spark_apply.py):
 - the target equals the source, and apply lag and freshness are within the same bounds;
-- a kill -9 of the Connect worker between offset flushes re-delivers changes, and every duplicate is counted;
+- a kill -9 of the Connect worker between offset flushes re-delivers changes, and every duplicate is counted, in
+  the same scrape as the changes it duplicates (a batch's sink counts and observed counts move together);
 - a worker (with its executor JVM and Python workers) killed while a micro-batch's tasks run: Spark runs the lost
   task again on the other executor, and no observed count (events, changes, malformed, duplicates, stage latencies)
   is counted twice or lost.
@@ -174,7 +175,9 @@ def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipe
     written = kafka.end_offset(TOPIC)
     before = topic_identities(kafka.bootstrap, TOPIC)
     redelivered_before = sum(n - 1 for n in before.values())
-    counted_before = value(metrics(job), "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER)
+    baseline = metrics(job)
+    counted_before = value(baseline, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER)
+    changes_before = value(baseline, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER)
     changed = int(postgres.sql("SELECT count(*) FROM cluster_items WHERE id <= 100"))
     for round_ in range(2):
         postgres.sql(f"UPDATE cluster_items SET qty = qty + 100 WHERE id BETWEEN {round_ * 50 + 1} AND {round_ * 50 + 50}")
@@ -186,8 +189,12 @@ def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipe
                           sum(n - 1 for n in c.values()) - redelivered_before >= changed and c,
                           120, "the re-delivered changes in the topic", interval=1)
     redelivered = sum(n - 1 for n in identities.values()) - redelivered_before
-    wait_for(lambda: value(metrics(job), "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) - counted_before
-             == redelivered, 120, f"{redelivered} duplicates counted", interval=1)
+    # the first scrape that counts every duplicate (scraped often, to land between the sink's report and the
+    # batch's progress if a scrape can) counts the changes they duplicate as well: the batch's counts move together
+    counted = wait_for(lambda: (v := metrics(job)) and value(v, "cdcwatch_spark_duplicates_total", query=QUERY,
+                                                             server=SERVER) - counted_before == redelivered and v,
+                       120, f"{redelivered} duplicates counted", interval=0.02)
+    assert value(counted, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER) - changes_before == changed + redelivered
     wait_for(lambda: in_sync(postgres), 60, "the target to equal the source after the replay", interval=0.5)
     values = metrics(job)
     print(f"\nre-delivered {redelivered} events; duplicates counted "
@@ -211,7 +218,7 @@ def blocked_copies(postgres) -> int:
 def test_a_worker_killed_in_the_middle_of_a_micro_batch_loses_and_doubles_no_count(pipeline, cluster, postgres, kafka) -> None:
     worker, job = pipeline
     wait_for(lambda: in_sync(postgres), 240, "the target to be in sync", interval=1)
-    before = metrics(job)
+    before = metrics(job)  # whole batches: a batch's sink counts are recorded with its observed ones, at its progress
     counts = ("cdcwatch_spark_changes_total", "cdcwatch_spark_malformed_events_total", "cdcwatch_spark_duplicates_total",
               "cdcwatch_spark_changes_applied_total")
 
@@ -243,11 +250,9 @@ def test_a_worker_killed_in_the_middle_of_a_micro_batch_loses_and_doubles_no_cou
             db.execute("SELECT pg_advisory_unlock(27)")
             db.execute("DROP TRIGGER hold ON cdcwatch_apply.staging")
     wait_for(lambda: len(target_rows(postgres, "raw")) == len(ids), 180, "every raw row in the target after the retry", interval=1)
-    wait_for(lambda: grown(metrics(job), "cdcwatch_spark_changes_applied_total") == len(ids), 60, "the retried batch's merge")
-    merged = time.time()  # the sink reports before its batch's progress: wait for a progress after this
-    values = wait_for(lambda: (v := metrics(job)) and
-                      value(v, "cdcwatch_spark_last_progress_timestamp_seconds", query=QUERY) > merged and v,
-                      60, "a progress after the retried batch")
+    # the sink's counts are recorded with their batch's progress, so this scrape holds the batch's observed counts too
+    values = wait_for(lambda: (v := metrics(job)) and grown(v, "cdcwatch_spark_changes_applied_total") == len(ids) and v,
+                      60, "the retried batch's merge and progress")
     print("\nafter the worker kill: " + ", ".join(f"{name} +{grown(values, name, server=SERVER):g}" for name in counts[:3]))
     assert target_rows(postgres, "raw") == {json.dumps([["id", i]], separators=(",", ":")): {"id": i, "qty": i % 5}
                                             for i in ids}

@@ -267,14 +267,12 @@ def test_the_reference_says_what_metrics_shows(collector: str) -> None:
 
 _BY_NAME = re.compile(r'_METRICS\[|\bspec\["|f"cdcwatch_\w*\{')
 """A spec looked up in its table by name, or a metric name built from pieces: grep would miss its uses."""
-_REWORKED_ELSEWHERE = {"spark"}
-"""Collectors whose sample paths are being rewritten: they still look specs up by name."""
 
 
 def test_collectors_name_their_metric_specs_by_constant_never_by_string() -> None:
-    for path in sorted((ROOT / "cdcwatch").rglob("*.py")):
-        part = path.relative_to(ROOT / "cdcwatch").parts[0]
-        if part in _REWORKED_ELSEWHERE or part == "mixin":  # the mixin writes PromQL, not samples
+    """The exporter's collectors and the Spark listener alike."""
+    for path in sorted([*(ROOT / "cdcwatch").rglob("*.py"), *(ROOT / "spark_listeners").rglob("*.py")]):
+        if path.is_relative_to(ROOT / "cdcwatch" / "mixin"):  # the mixin writes PromQL, not samples
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert not _BY_NAME.search(line), f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
