@@ -69,7 +69,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.chaos import converge  # noqa: E402
-from devstack.demo import DemoStack, _Traffic  # noqa: E402
+from devstack.demo import DemoStack, Traffic  # noqa: E402
 from devstack.demo_settings import APPLY_LAG_THRESHOLD_SECONDS, CHANGES_TOPIC, SCRAPE_INTERVAL  # noqa: E402
 from devstack.procs import free_port, rss_mib  # noqa: E402
 from devstack.samples import largest, parse  # noqa: E402
@@ -86,7 +86,7 @@ RATE_SHARE = 0.95
 CHANGES_SQL = "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relname = 'customers'"
 
 
-class Load(_Traffic):
+class Load(Traffic):
     """The demo's transactions, `factor` of them every DEMO_TICK seconds over one connection; updates and
     deletes pick an existing row."""
 

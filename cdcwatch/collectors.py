@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from cdcwatch.config import TargetConfig
+from cdcwatch.config import DebeziumTargetConfig
 from cdcwatch.connect import jmx_rules
 from cdcwatch.connect.collector import CONNECT_METRICS, ConnectCollector
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
@@ -132,7 +132,7 @@ def _connect_stage(spec: MetricSpec) -> str:
     return "connect_jmx" if spec in CONNECT_JMX_METRICS.values() or spec.source.startswith("JMX") else "connect_rest"
 
 
-def _debezium(target: TargetConfig) -> DebeziumCollector:
+def _debezium(target: DebeziumTargetConfig) -> DebeziumCollector:
     return DebeziumCollector(target, make_client(target.jmx, target.timeout_seconds))
 
 

@@ -43,7 +43,7 @@ __all__ = [
     "ReconcileSideConfig",
     "StatusSettings",
     "StrictModel",
-    "TargetConfig",
+    "DebeziumTargetConfig",
     "load_config",
     "load_yaml_model",
     "parse_config",
@@ -174,8 +174,8 @@ def _check_labels(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-class TargetConfig(StrictModel):
-    """One monitored endpoint: today a JVM running Debezium connectors."""
+class DebeziumTargetConfig(StrictModel):
+    """One `debezium:` entry: a JVM running Debezium connectors, read over JMX."""
 
     name: str = Field(description="Unique target name; the `target` label of its series.")
     jmx: JmxSettings = Field(description="The JVM's JMX endpoint; its Debezium MBeans are collected.")
@@ -463,7 +463,7 @@ class Config(StrictModel):
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
     limits: Limits = Field(default_factory=Limits, description="Concurrency and cardinality bounds.")
-    debezium: list[TargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
+    debezium: list[DebeziumTargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
     kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
     connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")
     postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(

@@ -51,7 +51,7 @@ from devstack.demo_settings import (
 )
 from devstack.procs import REPO, ServerProcess, StackError, free_port, jvm_dir, port_open, wait_for
 
-__all__ = ["DemoStack", "run_demo"]
+__all__ = ["DemoStack", "Traffic", "run_demo"]
 
 def prerequisites(port: int) -> list[str]:
     """What is missing before anything starts, each with how to fix it."""
@@ -77,7 +77,7 @@ def prerequisites(port: int) -> list[str]:
     return problems
 
 
-class _Traffic:
+class Traffic:
     """Steady inserts, updates and deletes on the source; `burst(n)` adds n rows in one transaction."""
 
     def __init__(self, pg: Any, first_id: int) -> None:
@@ -271,7 +271,7 @@ class DemoStack:
             [rules], f"127.0.0.1:{self.alertmanager.port}", interval=SCRAPE_INTERVAL))
         self.prometheus.start()
         self.log(f"[8/{steps}] traffic ...")
-        self.traffic = _Traffic(self.source, self.rows + 1)
+        self.traffic = Traffic(self.source, self.rows + 1)
         threading.Thread(target=self.traffic.run, name="demo-traffic", daemon=True).start()
         self.components.append(("traffic", _Stopping(self.traffic.stop)))
         self.info.update({

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from prometheus_client.samples import Sample
 
-from cdcwatch.config import TargetConfig
+from cdcwatch.config import DebeziumTargetConfig
 from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, convert, requested_attributes
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jmx_address, jvm_start_time_seconds
@@ -76,7 +76,7 @@ class DebeziumCollector:
 
     kind = "debezium"
 
-    def __init__(self, target: TargetConfig, client: JmxClient) -> None:
+    def __init__(self, target: DebeziumTargetConfig, client: JmxClient) -> None:
         self.target = target.name
         self.address = jmx_address(target.jmx)
         self._static = dict(target.labels)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from cdcwatch.config import TargetConfig
+from cdcwatch.config import DebeziumTargetConfig
 from cdcwatch.connect import CONNECT_JMX_METRICS, CONNECT_METRICS, ConnectCollector
 from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES, ConnectRule
 from cdcwatch.debezium import DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS, DebeziumCollector, bean_labels
@@ -186,7 +186,7 @@ def _debezium_beans() -> list[MBean]:
 
 def _debezium_families() -> list:
     beans = _debezium_beans()
-    target = TargetConfig.model_validate({"name": "t", "labels": {"env": "prod"},
+    target = DebeziumTargetConfig.model_validate({"name": "t", "labels": {"env": "prod"},
                                           "jmx": {"url": "service:jmx:rmi:///jndi/rmi://h:1/jmxrmi"}})
     return DebeziumCollector(target, _Jmx(beans, [])).collect().families
 
