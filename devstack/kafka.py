@@ -49,6 +49,14 @@ def log4j2_config(directory: Path, name: str, level: str = "INFO") -> Path:
     return path
 
 
+def _cluster_id() -> str:
+    """A random cluster id as Kafka makes them (`Uuid.randomUuid`): never starting with '-', which the storage tool
+    would read as an option (one id in 64 did, and the format failed)."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id
+
+
 class KafkaBroker:
     """One KRaft node on 127.0.0.1 (or in `netns`): PLAINTEXT on `port`; with `secure`, SASL_SSL (SCRAM) on
     `secure_port`."""
@@ -130,7 +138,7 @@ class KafkaBroker:
         config = self.dir / "server.properties"
         config.write_text(self._properties(), encoding="utf-8")
         if not (self.dir / "data" / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = _cluster_id()
             scram = ["--add-scram", f"SCRAM-SHA-256=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
             run(self.java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
                            *(scram if self.secure_port else []), heap="256m"), "formatting the Kafka log directory")
