@@ -4,6 +4,7 @@ config's errors: test_config_files.py.)"""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -279,7 +280,7 @@ def _outcome_key(test: dict[str, Any], check: dict[str, Any], rules: list[tuple[
     series those rules can select. No other rule or series of the file can change it."""
     names = {rule.get("alert") or rule["record"] for _, rule in rules}
     wanted = {check["alertname"]} if "alertname" in check else _words(check["expr"]) & names
-    read = set() if "alertname" in check else _words(check["expr"])
+    read = set() if "alertname" in check else set(_words(check["expr"]))
     while grown := {w for _, rule in rules if (rule.get("alert") or rule["record"]) in wanted
                     for w in _words(rule["expr"])} - read:
         read |= grown
@@ -291,9 +292,10 @@ def _outcome_key(test: dict[str, Any], check: dict[str, Any], rules: list[tuple[
     return json.dumps([check, series, used], sort_keys=True)
 
 
-def _words(expr: str) -> set[str]:
+@functools.cache
+def _words(expr: str) -> frozenset[str]:
     """Every name in an expression that could be a metric or a recording rule (more than `metrics_in`, to be safe)."""
-    return set(re.findall(r"[a-zA-Z_:][\w:]*", expr))
+    return frozenset(re.findall(r"[a-zA-Z_:][\w:]*", expr))
 
 
 def test_every_deployed_alert_has_a_firing_and_a_quiet_test_in_every_shape() -> None:
