@@ -127,8 +127,9 @@ def _test(name: str, case: Case, checks: list[dict[str, Any]], key: str = "alert
 
 
 def _alert_tests(alert: Alert, config: MixinConfig) -> list[dict[str, Any]]:
-    fires, quiet = alert.fires, alert.quiet
     stages = config.stages.enabled()
+    alert = alert.firing(stages)
+    fires, quiet = alert.fires, alert.quiet
     due = seconds(alert.since) + seconds(alert.for_(config))
     boundary: list[dict[str, Any]] = [{"eval_time": _duration(due - 60), "alertname": alert.name, "exp_alerts": []},
                 {"eval_time": _duration(due), "alertname": alert.name,
@@ -140,7 +141,7 @@ def _alert_tests(alert: Alert, config: MixinConfig) -> list[dict[str, Any]]:
               [{"eval_time": quiet.at, "alertname": alert.name, "exp_alerts": []}]),
         *(_test(f"{alert.name} {'fires' if case.labels is not None else 'quiet'}: {case.why}", case,
                 [{"eval_time": case.at, "alertname": alert.name, "exp_alerts": _expected(alert, config, case)}])
-          for case in alert.more if case.needs <= stages)]
+          for case in alert.more if case.possible(stages))]
 
 
 HEALTHY_TEST = "the deployment, healthy: every alert quiet"
@@ -167,7 +168,7 @@ def promtool_tests(config: MixinConfig, rule_file: str) -> dict[str, Any]:
     tests = [_healthy_test(tuple(a for g in groups for a in g.alerts), stages)]
     tests += [test for group in groups for alert in group.alerts for test in _alert_tests(alert, config)]
     for recording in (r for group in groups for r in group.recordings):
-        for example in (e for e in (recording.example, *recording.more) if e.needs <= stages):
+        for example in (e for e in (recording.example, *recording.more) if e.possible(stages)):
             expr = recording.record
             if example.labels is None:  # the rule records nothing from these series
                 tests.append(_test(f"{recording.record}: {example.why}", example,

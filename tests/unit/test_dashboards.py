@@ -4,24 +4,31 @@ alerts', runbook links, value mappings, variables with All, and rate() only over
 from __future__ import annotations
 
 import re
+import sys
+import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from cdcwatch.mixin import MixinConfig
+import pytest
+
+from cdcwatch.mixin import MixinConfig, load_mixin_config
 from cdcwatch.mixin.alerts import ALERTS, RECORDING_RULES
 from cdcwatch.mixin.config import Thresholds
-from cdcwatch.mixin.dashboards import build_dashboards
+from cdcwatch.mixin.dashboards import DASHBOARDS, build_dashboards, panel_queries
 from cdcwatch.mixin.dashboards.model import (
     CONNECT_STATES,
     FRESHNESS,
     QUERY_STATES,
-    RESTARTS_30M,
     SCHEMA_HISTORY_STATES,
     SNAPSHOT_STATES,
     STATUS,
+    board_placeholders,
 )
 from cdcwatch.mixin.preview import thresholds
+from cdcwatch.mixin.stages import STAGES
 from cdcwatch.reference import metric_types
+from tests.tools import ROOT
 
 _ALERTS = {a.name: a for a in ALERTS}
 # every threshold moved off its default, so a hard-coded default cannot pass
@@ -193,5 +200,37 @@ def test_variables_of_a_label_that_may_be_empty_match_it_with_all() -> None:
 def test_task_restarts_read_the_same_on_every_board() -> None:
     restarts = [(name, p["title"], e) for name, p in _panels() for e in _exprs(p) if "cdcwatch_connect_task_restarts_total" in e]
     assert {name for name, _, _ in restarts} == {"cdcwatch-overview.json", "cdcwatch-connect.json"}
-    assert all(title == "Task restarts in 30 minutes" and e.startswith(RESTARTS_30M) and e.endswith("[30m])))")
-               for _, title, e in restarts), restarts
+    unscoped = {re.sub(r"\{[^}]*\}", "{}", e) for _, _, e in restarts}  # each board's own selector aside
+    assert {title for _, title, _ in restarts} == {"Task restarts in 30 minutes"} and unscoped == {
+        "sum by (connector, task) (round(increase(cdcwatch_connect_task_restarts_total{}[30m])))"}, restarts
+
+
+_SHAPES = {"everything": {}, **{f"no {stage}": {stage: False} for stage in STAGES}}
+"""Every stage left out once: the placeholders that list a deployment's series (`server_series`) change with it."""
+
+
+def _board_files() -> dict[str, Path]:
+    """Dashboard uid → the module it is written in (cdcwatch/mixin/dashboards/<board>.py)."""
+    return {spec.uid: Path(next(m.__file__ for m in list(sys.modules.values())
+                                if m.__name__.startswith("cdcwatch.mixin.dashboards.") and spec in vars(m).values()))
+            for spec in DASHBOARDS}
+
+
+@pytest.mark.parametrize("config", [*_SHAPES, "mixin-valid.yaml"])
+def test_every_panel_query_is_one_literal_block_of_its_board_file(config: str) -> None:
+    """Grepping a metric's name in cdcwatch/mixin finds the whole query of each panel reading it: each query the
+    generator writes (for each deployment shape, and for other selectors) is, its placeholders filled, verbatim in
+    its board's module (at the indentation of the code around it)."""
+    mixin = (load_mixin_config(ROOT / "tests" / "conffiles" / config) if config.endswith(".yaml")
+             else MixinConfig.model_validate({"stages": _SHAPES[config]}))
+    values = board_placeholders(mixin)
+    files = _board_files()
+    checked = 0
+    for model in build_dashboards(mixin).values():
+        source = files[model["uid"]].read_text(encoding="utf-8")
+        filled = re.sub(r"%\((\w+)\)s", lambda m: values.get(m[1], m[0]), source)
+        for title, expr in panel_queries(model):
+            assert any(textwrap.indent(expr, " " * n) in filled for n in range(0, 81)), (
+                f"{model['uid']}: a query of {title!r} is not written in {files[model['uid']].name} as the dashboard has it")
+            checked += 1
+    assert checked >= 50

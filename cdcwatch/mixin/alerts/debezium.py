@@ -262,9 +262,14 @@ def _by_source(case: Case) -> Case:
     return replace(case, needs=frozenset(fed))
 
 
+_BY_ESTIMATE = {r.record for r in SNAPSHOT_PROGRESS if r.shaped}
+"""The recordings whose expression differs by the source databases' estimates at hand."""
+
 SNAPSHOT_PROGRESS_BY_SOURCE: tuple[Recording, ...] = tuple(
-    replace(r, example=_by_source(r.example), more=tuple(map(_by_source, r.more))) if r.shaped else r
+    replace(r, example=_by_source(r.example), more=tuple(map(_by_source, r.more)))
+    if r.shaped or any(name in r.expr for name in _BY_ESTIMATE) else r
     for r in SNAPSHOT_PROGRESS)
+"""The snapshot progress rules, each case of a rule reading an estimate tested where its source database is."""
 
 
 ALERTS = (

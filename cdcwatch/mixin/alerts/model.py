@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,7 +24,11 @@ Shaped = Callable[[frozenset[str]], str | None]
 """The expression for a deployment's stages (`Stages.enabled()`), one of the rule's literal blocks: None for the
 rule's own `expr`, "" when the deployment has nothing to compute."""
 
-__all__ = ["Alert", "Case", "Group", "Recording", "labels_of", "promql"]
+__all__ = ["IDLE_PROOFS", "Alert", "Case", "Group", "Recording", "labels_of", "promql"]
+
+IDLE_PROOFS = frozenset({"postgres", "kafka", "spark"})
+"""Stages whose series can prove a capture without events idle (`server:cdcwatch_capture_idle_proof:bool`: the
+slot keeping up with the WAL, a heartbeat through Kafka or the apply job)."""
 
 
 def promql(block: str) -> str:
@@ -51,6 +55,16 @@ class Case:
     needs: frozenset[str] = frozenset()
     """Stages the outcome depends on besides the rule's own (an idle proof from another stage): the case is
     left out of the tests of a deployment without one of them."""
+    idle_proven: bool = False
+    """The case shows an idle source as idle: where Debezium is deployed, that takes one of `IDLE_PROOFS` (without
+    any, a capture without events is stalled), and the case is left out of a deployment without one."""
+    since: str = "0m"
+    """Of a firing case standing in for an alert's `fires` (`Alert.fires_otherwise`): the first evaluation at
+    which the expression holds."""
+
+    def possible(self, stages: frozenset[str]) -> bool:
+        """Whether a deployment of these stages can show this case."""
+        return self.needs <= stages and not (self.idle_proven and "debezium" in stages and not IDLE_PROOFS & stages)
 
 
 @dataclass(frozen=True)
@@ -99,12 +113,22 @@ class Alert:
     more: tuple[Case, ...] = field(default_factory=tuple)
     shaped: Shaped | None = None
     """Set when the expression depends on the deployment's stages; `expr` is the one for every stage."""
+    fires_otherwise: tuple[Case, ...] = field(default_factory=tuple)
+    """Firing cases for the deployments that cannot show `fires` (it needs a stage they lack): the first such a
+    deployment can show stands in for it, with its own `since`."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "expr", promql(self.expr))
 
     def expr_for(self, stages: frozenset[str]) -> str:
         return _shape(self.expr, self.shaped, stages)
+
+    def firing(self, stages: frozenset[str]) -> Alert:
+        """The alert as the tests of a deployment of these stages prove it fire: `fires`, or its stand-in."""
+        if self.fires.possible(stages):
+            return self
+        case = next((c for c in self.fires_otherwise if c.possible(stages)), self.fires)
+        return replace(self, fires=case, since=case.since, boundary_value=None)
 
     def for_(self, config: MixinConfig) -> str:
         return str(getattr(config.durations, self.pace))

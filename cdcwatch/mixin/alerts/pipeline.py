@@ -108,6 +108,11 @@ def _needing(needs: frozenset[str], case: Case) -> Case:
     return replace(case, needs=case.needs | needs)
 
 
+def _idle_proven(case: Case) -> Case:
+    """A case where the capture stage of an idle source reads idle: only a deployment with an idle proof shows it."""
+    return replace(case, idle_proven=True)
+
+
 _POSTGRES = frozenset({"postgres"})
 _SPARK = frozenset({"spark"})
 _PIPELINE = {"server": "inventory"}
@@ -357,8 +362,8 @@ RECORDINGS = (
               more=(
                   # capture
                   _state("capture flowing", "capture", "flowing"),
-                  _state("capture idle: no event, the slot keeps up with the WAL, the lag reading frozen at 2 minutes",
-                         "capture", "idle", **_IDLE_SOURCE),
+                  _idle_proven(_state("capture idle: no event, the slot keeps up with the WAL, the lag reading frozen at 2 minutes",
+                         "capture", "idle", **_IDLE_SOURCE)),
                   _needing(_POSTGRES, _state("capture stalled: no event while the slot's unconfirmed WAL grows", "capture", "stalled",
                          cdcwatch_debezium_events_seen_total="500x40",
                          cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40")),
@@ -396,7 +401,7 @@ RECORDINGS = (
                          "reading (new changes only) stays low", "apply", "flowing",
                          cdcwatch_spark_newest_applied_change_timestamp_seconds="0+60x18 1080x22"),
                   # the pipeline
-                  _state("an idle source: every stage idle, every lag reading frozen", "pipeline", "idle", **_IDLE_SOURCE),
+                  _idle_proven(_state("an idle source: every stage idle, every lag reading frozen", "pipeline", "idle", **_IDLE_SOURCE)),
                   _needing(_SPARK, _state("the worst stage: capture flows, apply stalled", "pipeline", "stalled",
                          cdcwatch_spark_changes_total="1000x40",
                          cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
@@ -415,10 +420,10 @@ ALERTS = (
         fires=Case("the group's committed offsets stand while messages wait",
                    _inputs(cdcwatch_kafka_consumergroup_committed_offset="1000x40",
                            cdcwatch_kafka_consumergroup_topic_lag_messages="0+100x40"),
-                   labels={"server": "inventory", "stage": "consume", "state": "stalled"}, value=1),
+                   labels={"server": "inventory", "stage": "consume", "state": "stalled"}, value=1, needs=_NEEDS["consume"]),
         quiet=Case("changes flowing through every stage", _inputs()),
         since="1m",
-        more=(Case("an idle source: every lag reading frozen, heartbeats keep coming", _inputs(**_IDLE_SOURCE)),
+        more=(_idle_proven(Case("an idle source: every lag reading frozen, heartbeats keep coming", _inputs(**_IDLE_SOURCE))),
               Case("a Spark query before its first event: its series have no server yet",
                    {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),
               Case("a replay after a connector restart: only duplicates read for a while",
@@ -426,6 +431,16 @@ ALERTS = (
               Case("the apply job reads nothing while its newest change ages past the proof of idleness",
                    {f"{_CHANGES}{{{_Q}}}": "1000x40", f"{_NEWEST}{{{_Q}}}": "0x40"},
                    labels={"server": "inventory", "stage": "apply", "state": "stalled"}, value=1, needs=_SPARK)),
+        fires_otherwise=(
+            Case("without Kafka: the apply job reads nothing while its newest change ages past the proof of idleness",
+                 {f"{_CHANGES}{{{_Q}}}": "1000x40", f"{_NEWEST}{{{_Q}}}": "0x40"},
+                 labels={"server": "inventory", "stage": "apply", "state": "stalled"}, value=1, needs=_NEEDS["apply"],
+                 since="5m"),
+            Case("without Kafka and Spark: the connector sees no event while the slot's unconfirmed WAL grows",
+                 _inputs(cdcwatch_debezium_events_seen_total="500x40",
+                         cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40"),
+                 labels={"server": "inventory", "stage": "capture", "state": "stalled"}, value=1,
+                 needs=_NEEDS["capture"])),
     ),
 )
 

@@ -1,9 +1,10 @@
 """Dashboards as data (`DashboardSpec`), built into Grafana's classic JSON model with grafana-foundation-sdk.
 
-Queries are PromQL with `%(name)s` placeholders. Those of the rules mean what they mean there
-(`MixinConfig.placeholders()`: `%(cdcwatch)s` / `%(spark)s` the mixin's selectors, the thresholds, the durations);
-the boards' own: `%(cdcwatch_board)s` / `%(spark_board)s` a selector narrowed to the board's `$job` and `$instance`
-variables, `%(scope)s` those two alone (for recorded series). A panel's
+Each query is one literal PromQL block in its board's module, as the dashboard shows it (no f-string pieces: grepping
+a metric finds the whole query of every panel using it), with `%(name)s` placeholders. Those of the rules mean what
+they mean there (`MixinConfig.placeholders()`: `%(cdcwatch)s` / `%(spark)s` the mixin's selectors, the thresholds,
+the durations); the boards' own (`board_placeholders`): `%(cdcwatch_board)s` / `%(spark_board)s` a selector narrowed
+to the board's `$job` and `$instance` variables, `%(scope)s` those two alone (for recorded series). A panel's
 threshold names a threshold of the mixin config: the panel draws the value the alert uses and links to the
 runbook section of that alert.
 """
@@ -49,20 +50,24 @@ from grafana_foundation_sdk.models.dashboard import Threshold as Step
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from cdcwatch.mixin.alerts import ALERTS
+from cdcwatch.mixin.alerts.model import promql
 from cdcwatch.mixin.config import MixinConfig
 
 __all__ = ["ACTIVE", "CONNECTED", "CONNECT_STATES", "FRESHNESS", "QUERY_STATES", "SCHEMA_HISTORY_STATES", "SNAPSHOT_STATES",
-           "RESTARTS_30M", "STATUS", "WIDTHS", "state_code",
-           "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
-           "build", "conditional_queries", "deployed_rows", "panel_queries", "threshold_alert"]
+           "STATUS", "WIDTHS", "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
+           "board_placeholders", "build", "conditional_queries", "deployed_rows", "panel_queries", "threshold_alert"]
 
 
 @dataclass(frozen=True)
 class Query:
     expr: str
+    """One literal PromQL block, as the dashboard shows it (`promql` removes the indentation of the code around it)."""
     legend: str
     when: str = ""
     """Set when the query has series only in some situations (a task failed, JMX collected): what they are."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "expr", promql(self.expr))
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,8 @@ _SERVER_SOURCES = (("debezium", "cdcwatch_debezium_connected"), ("connect_rest",
 deployment has knows."""
 
 
-def _placeholders(config: MixinConfig) -> dict[str, str]:
+def board_placeholders(config: MixinConfig) -> dict[str, str]:
+    """What `%(name)s` in a board's queries stands for: the rules' placeholders and the boards' own."""
     scope = 'job=~"$job", instance=~"$instance"'
     stages = config.stages.enabled()
     servers = "|".join(name for stage, name in _SERVER_SOURCES if stage in stages) or "cdcwatch_up"
@@ -233,7 +239,7 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
     """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
     multi-valued with All (the spec's own matching an empty label too: a slot without a server is no less a
     slot); one row per group of panels."""
-    values = _placeholders(config)
+    values = board_placeholders(config)
     datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
     board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
              .refresh("30s").time("now-1h", "now").timezone("browser").readonly()
@@ -273,7 +279,7 @@ def _lay_out(panels: list[dict[str, Any]]) -> None:
 
 def conditional_queries(spec: DashboardSpec, config: MixinConfig) -> dict[str, str]:
     """Expression → when it has series, for the queries that are empty on a healthy pipeline."""
-    values = _placeholders(config)
+    values = board_placeholders(config)
     return {_fill(q.expr, values): q.when for _, panels in spec.rows for p in panels for q in p.queries if q.when}
 
 
@@ -294,13 +300,6 @@ STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "orange"), Mapping(2, "S
           Mapping(4, "REWIND", "orange"))
 
 
-def state_code(metric: str, selector: str, by: str, states: tuple[Mapping, ...]) -> str:
-    """A state set (one series per state, 1 on the current one) as the code of its current state, one series per
-    `by`: what a state panel maps to a word and a colour."""
-    parts = "\n  or ".join(f'{metric}{{{selector}, state="{m.text}"}} * {m.value}' for m in states)
-    return f"max by ({by}) (\n  {parts}\n)"
-
-
 CONNECT_STATES = (Mapping(1, "RUNNING", "green"), Mapping(2, "RESTARTING", "orange"), Mapping(3, "PAUSED", "orange"),
                   Mapping(4, "STOPPED", "orange"), Mapping(5, "UNASSIGNED", "orange"), Mapping(6, "FAILED", "red"))
 """Kafka Connect's connector and task states (REST), the worse the higher."""
@@ -308,7 +307,3 @@ SNAPSHOT_STATES = (Mapping(1, "completed", "green"), Mapping(2, "skipped", "gree
                    Mapping(4, "running", "blue"), Mapping(5, "paused", "orange"), Mapping(6, "aborted", "red"))
 SCHEMA_HISTORY_STATES = (Mapping(1, "running", "green"), Mapping(2, "recovering", "orange"), Mapping(3, "stopped", "red"))
 QUERY_STATES = (Mapping(1, "active", "green"), Mapping(2, "terminated", "orange"), Mapping(3, "failed", "red"))
-
-RESTARTS_30M = "sum by (connector, task) (round(increase(cdcwatch_connect_task_restarts_total"
-"""Task restarts in the last 30 minutes, as the restart alert counts them, in whole restarts (increase() extrapolates
-to the window's edges: 1.05 is one restart): the start of the same query on every board, its selector to follow."""

@@ -1,11 +1,11 @@
 """The pipeline overview: one row per stage, end-to-end freshness first."""
 
-from cdcwatch.mixin.alerts.pipeline import CODE
+# ruff: noqa: E501 (each panel's PromQL is one literal block, its lines as long as on the dashboard)
+
 from cdcwatch.mixin.dashboards.model import (
     ACTIVE,
     CONNECTED,
     FRESHNESS,
-    RESTARTS_30M,
     STATUS,
     UNIQUE,
     UP,
@@ -30,7 +30,7 @@ OVERVIEW = DashboardSpec(
         ("At a glance", (
             PanelSpec("Pipeline state", "Each pipeline's state (server): the worst of its stages, flowing, idle, "
                       "backlogged or stalled.", "none",
-                      (Query(f'max by (server) ({CODE}{{server=~"$server"}})', "{{server}}"),), kind="state",
+                      (Query('max by (server) (server_stage:cdcwatch_freshness:code{server=~"$server"})', "{{server}}"),), kind="state",
                       mappings=FRESHNESS, alerts=("CdcPipelineStalled",)),
             PanelSpec("End-to-end freshness", "Age of the newest change or heartbeat the apply job has applied, per "
                       "pipeline.", "s",
@@ -38,17 +38,14 @@ OVERVIEW = DashboardSpec(
                              "{{server}}"),), kind="stat", threshold=Threshold("spark_freshness_seconds")),
             PanelSpec("Newest change in Kafka: age", "Without an apply job reporting freshness: the age of the newest "
                       "source commit (or Debezium heartbeat) each pipeline's topics hold.", "s",
-                      (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds'
-                             '{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),), kind="stat",
+                      (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),), kind="stat",
                       threshold=Threshold("kafka_data_age_seconds"), unless_stage="spark"),
             PanelSpec("Connect tasks not RUNNING", "Kafka Connect tasks in any state but RUNNING: 0 is right.", "none",
-                      (Query('count(cdcwatch_connect_task_state{%(cdcwatch_board)s, state!="RUNNING", server=~"$server"} == 1) '
-                             "or vector(0)", "tasks"),), kind="stat", green_below=1,
+                      (Query('count(cdcwatch_connect_task_state{%(cdcwatch_board)s, state!="RUNNING", server=~"$server"} == 1) or vector(0)', "tasks"),), kind="stat", green_below=1,
                       alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
             PanelSpec("Debezium connected", "Whether each connector's streaming reader is connected to its database "
                       "(not during a snapshot).", "none",
-                      (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch_board)s, context="streaming", '
-                             'server=~"$server"})', "{{server}}"),),
+                      (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch_board)s, context="streaming", server=~"$server"})', "{{server}}"),),
                       kind="state", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
             PanelSpec("Worst consumer status", "The worst status of any consumer group on any topic partition.", "none",
                       (Query("max(cdcwatch_kafka_consumergroup_status_code{%(cdcwatch_board)s}) or vector(0)", "groups"),),
@@ -56,12 +53,10 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Shortest runway before loss", "Time left before data a pipeline still needs is deleted: WAL a "
                       "replication slot holds, the binlog a MySQL connector reads, Kafka messages a group has not "
                       "read (no value: nothing at risk).", "s",
-                      (Query('min(slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m'
-                             '{%(scope)s, server=~"$server"})', "WAL slot", when="the source sets max_slot_wal_keep_size"),
+                      (Query('min(slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m{%(scope)s, server=~"$server"})', "WAL slot", when="the source sets max_slot_wal_keep_size"),
                        Query('min(server:cdcwatch_mysql_binlog_runway_seconds:min{%(scope)s, server=~"$server"})', "binlog",
                              when="the connector is behind the binlog being written"),
-                       Query('min(group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min'
-                             '{%(scope)s, server=~"$server"})', "Kafka retention")),
+                       Query('min(group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min{%(scope)s, server=~"$server"})', "Kafka retention")),
                       kind="stat", threshold=Threshold("slot_wal_runway_warning_seconds", below=True),
                       alerts=("CdcMysqlBinlogRunwayCritical", "CdcKafkaRetentionRunwayCritical")),
             PanelSpec("Exporter targets down", "Targets cdcwatch failed to collect from at its last collection: 0 is "
@@ -84,8 +79,7 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Pipelines", "Each connector's identity across the stages, from its configuration in Kafka Connect: "
                       "the server name every stage's series carry, its replication slot and database, the Debezium "
                       "plugin.", "none",
-                      (Query("max by (connector, server, slot, database, plugin) (cdcwatch_connect_connector_pipeline_info"
-                             '{%(cdcwatch_board)s, server=~"$server"})', ""),), kind="table"),
+                      (Query('max by (connector, server, slot, database, plugin) (cdcwatch_connect_connector_pipeline_info{%(cdcwatch_board)s, server=~"$server"})', ""),), kind="table"),
             PanelSpec("Server names used twice", "Other Debezium connectors that use the same server name (topic.prefix): "
                       "0 is right; more means their topics and Debezium metrics collide.", "none",
                       (Query('max by (server) (cdcwatch_connect_server_name_conflicts{%(cdcwatch_board)s, server=~"$server"})',
@@ -93,13 +87,11 @@ OVERVIEW = DashboardSpec(
         )),
         ("Source: PostgreSQL replication slots", (
             PanelSpec("WAL retained by the slot", "WAL the database keeps for the slot (current position − restart_lsn).",
-                      "bytes", (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_retained_wal_bytes'
-                                      '{%(cdcwatch_board)s, server=~"$server"})', "{{slot}}"),),
+                      "bytes", (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch_board)s, server=~"$server"})', "{{slot}}"),),
                       threshold=Threshold("slot_retained_wal_bytes")),
             PanelSpec("Safe WAL size", "WAL that can still be written before the slot risks losing WAL (needs "
                       "max_slot_wal_keep_size).", "bytes",
-                      (Query('min by (slot, server) (cdcwatch_postgres_replication_slot_safe_wal_size_bytes'
-                             '{%(cdcwatch_board)s, server=~"$server"})', "{{slot}}", when="the source sets max_slot_wal_keep_size"),),
+                      (Query('min by (slot, server) (cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch_board)s, server=~"$server"})', "{{slot}}", when="the source sets max_slot_wal_keep_size"),),
                       alerts=("CdcPostgresSlotSafeWalRunningOut",)),
             PanelSpec("Slot active", "Whether a consumer reads the slot.", "none",
                       (Query('max by (slot, server) (cdcwatch_postgres_replication_slot_active{%(cdcwatch_board)s, server=~"$server"})',
@@ -108,8 +100,7 @@ OVERVIEW = DashboardSpec(
         ("Source: PostgreSQL WAL", (
             PanelSpec("Safe WAL runway", "Time until each slot's safe_wal_size runs out at the current WAL rate: when a "
                       "stopped slot starts losing WAL, how long a healthy one may stop.", "s",
-                      (Query('min by (slot, server) (slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:'
-                             'deriv5m{%(scope)s, server=~"$server"})', "{{slot}}",
+                      (Query('min by (slot, server) (slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m{%(scope)s, server=~"$server"})', "{{slot}}",
                              when="the source sets max_slot_wal_keep_size"),),
                       threshold=Threshold("slot_wal_runway_warning_seconds", below=True),
                       alerts=("CdcPostgresSlotRunwayCritical",)),
@@ -122,14 +113,12 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Binlog runway", "Time until the oldest binlog each connector still needs expires "
                       "(binlog_expire_logs_seconds after its rotation; 0: expired or removed); no value while the "
                       "connector reads the binlog being written.", "s",
-                      (Query('min by (target, server) (server:cdcwatch_mysql_binlog_runway_seconds:min'
-                             '{%(scope)s, server=~"$server"})', "{{server}}",
+                      (Query('min by (target, server) (server:cdcwatch_mysql_binlog_runway_seconds:min{%(scope)s, server=~"$server"})', "{{server}}",
                              when="the connector is behind the binlog being written"),),
                       threshold=Threshold("binlog_runway_warning_seconds", below=True),
                       alerts=("CdcMysqlBinlogRunwayCritical",)),
             PanelSpec("Binlog kept for the connector", "Binlog bytes the source keeps from the connector's binlog on.",
-                      "bytes", (Query('max by (target, server) (server:cdcwatch_mysql_binlog_retained_bytes:sum'
-                                      '{%(scope)s, server=~"$server"})', "{{server}}",
+                      "bytes", (Query('max by (target, server) (server:cdcwatch_mysql_binlog_retained_bytes:sum{%(scope)s, server=~"$server"})', "{{server}}",
                                       when="the source's server is set and its connector has read a binlog"),)),
             PanelSpec("Binlogs", "Size of all the binary logs each source keeps.", "bytes",
                       (Query("max by (target) (cdcwatch_mysql_binlog_size_bytes{%(cdcwatch_board)s})", "{{target}}",
@@ -143,21 +132,19 @@ OVERVIEW = DashboardSpec(
         ("Kafka Connect", (
             PanelSpec("Task restarts in 30 minutes", "Restarts of each task in the last 30 minutes (the worker JVM's or "
                       "the task's own), as the restart alert counts them.", "short",
-                      (Query(f"{RESTARTS_30M}{{%(cdcwatch_board)s, server=~\"$server\"}}[30m])))", "{{connector}}/{{task}}",
+                      (Query('sum by (connector, task) (round(increase(cdcwatch_connect_task_restarts_total{%(cdcwatch_board)s, server=~"$server"}[30m])))', "{{connector}}/{{task}}",
                              when="the worker's JMX is collected"),),
                       threshold=Threshold("connect_task_restarts")),
         )),
         ("Kafka", (
             PanelSpec("Newest change in Kafka: age", "Age of the newest source commit any topic of the server holds.", "s",
-                      (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds'
-                             '{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),),
+                      (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),),
                       threshold=Threshold("kafka_data_age_seconds")),
             PanelSpec("Consumer lag", "Age of the next message each group will read, per topic.", "s",
                       (Query('group_topic:cdcwatch_kafka_consumergroup_lag_seconds:max{%(scope)s, server=~"$server"}',
                              "{{group}} {{topic}}"),), threshold=Threshold("kafka_lag_seconds")),
             PanelSpec("Retention runway", "Time until retention.ms reaches the next message each group will read.", "s",
-                      (Query('group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min{%(scope)s, '
-                             'server=~"$server"}', "{{group}} {{topic}}"),),
+                      (Query('group_topic:cdcwatch_kafka_consumergroup_retention_runway_seconds:min{%(scope)s, server=~"$server"}', "{{group}} {{topic}}"),),
                       threshold=Threshold("kafka_retention_runway_warning_seconds", below=True)),
         )),
         ("Spark apply", (
