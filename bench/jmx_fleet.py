@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.jmx_peer import AGENT_JVM_ARGS, AGENT_RULES, Server, fetch, p95, stop_all, timed, verdict  # noqa: E402
 from bench.scrape import Scraper  # noqa: E402
+from devstack.configs import exporter_config, jmx_target, listen  # noqa: E402
 from devstack.connect import ConnectWorker  # noqa: E402
 from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
@@ -102,9 +103,8 @@ def main() -> int:
 
         port = free_port()
         config = base / "cdcwatch.yml"
-        config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n" + "".join(
-            f"  - name: connect{jvm}\n    timeout_seconds: 30\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            for jvm, worker in enumerate(workers)))
+        config.write_text(exporter_config(listen=listen(port), debezium=[
+            jmx_target(f"connect{jvm}", worker.jmx_port, timeout_seconds=30) for jvm, worker in enumerate(workers)]))
         serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(config)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: port_open(port), 60, "cdcwatch serve")

@@ -43,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import yaml  # noqa: E402
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import OffsetSpec  # noqa: E402
 
@@ -58,8 +59,8 @@ TOPIC = "benchsrv.public.rows"
 TARGET_P50_SECONDS = 0.25
 CDCWATCH = "cdcwatch"
 CDCWATCH_AS_KMINION = "cdcwatch, lag in messages only"
-AS_KMINION = ("lag_seconds: false\nfreshness: false\nretention: false\ncommitted_offsets: false\n"
-              "status: {enabled: false}")
+AS_KMINION = {"lag_seconds": False, "freshness": False, "retention": False, "committed_offsets": False,
+              "status": {"enabled": False}}
 """What leaves cdcwatch with kminion's information: lag in messages per group partition, and the topics' offsets."""
 UNCOMMITTED: tuple[int, int] = (0, 0)
 """(group number, partition) left without a commit."""
@@ -376,15 +377,15 @@ def main() -> None:
             consumer.commit(offsets=commits(n, args.partitions, 5), asynchronous=False)
             consumer.close()
 
-        exporters.append(start_cdcwatch(CDCWATCH, kafka.bootstrap, work, f"granularity: {args.granularity}"))
+        exporters.append(start_cdcwatch(CDCWATCH, kafka.bootstrap, work, granularity=args.granularity))
         if args.granularity == "partition":
-            exporters.append(start_cdcwatch(CDCWATCH_AS_KMINION, kafka.bootstrap, work, AS_KMINION))
+            exporters.append(start_cdcwatch(CDCWATCH_AS_KMINION, kafka.bootstrap, work, **AS_KMINION))
         for peer, binary in binaries.items():
             exporters.append(start_peer(peer, binary, kafka.bootstrap, work))
         contenders = [Contender(e) for e in exporters]
         print(f"{args.groups} groups x {args.partitions} partitions = {args.groups * args.partitions} group partitions, "
               f"granularity {args.granularity}; exporters: {', '.join(c.name for c in contenders)}")
-        print(f"{CDCWATCH_AS_KMINION}: {AS_KMINION.replace(chr(10), ', ')}")
+        print(f"{CDCWATCH_AS_KMINION}: {yaml.safe_dump(AS_KMINION, default_flow_style=True, sort_keys=False, width=200).strip()}")
         for peer in binaries:
             print(f"  {peer.name} {peer.version}")
         print(f"load average at the start: {Path('/proc/loadavg').read_text().split()[:3]} ({os.cpu_count()} cores)")

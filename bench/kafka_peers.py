@@ -12,7 +12,9 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from devstack.configs import exporter_config, kafka_cluster, listen
 from devstack.procs import REPO, ServerProcess, free_port, port_open, python_env
 from devstack.samples import Values
 
@@ -95,13 +97,13 @@ class Exporter:
         self.process.stop()
 
 
-def start_cdcwatch(name: str, bootstrap: str, work: Path, settings: str = "") -> Exporter:
-    """`cdcwatch serve` on one cluster (`bench`), partition granularity, with `settings` (YAML lines) added to it."""
+def start_cdcwatch(name: str, bootstrap: str, work: Path, **settings: Any) -> Exporter:
+    """`cdcwatch serve` on one cluster (`bench`), partition granularity unless `settings` (the cluster's) say otherwise."""
     port = free_port()
     config = work / f"{name.replace(' ', '_')}.yml"
-    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\nkafka:\n  - name: bench\n"
-                      f"    bootstrap_servers: {bootstrap}\n    timeout_seconds: 30\n    granularity: partition\n"
-                      + "".join(f"    {line}\n" for line in settings.splitlines()), encoding="utf-8")
+    config.write_text(exporter_config(listen=listen(port), kafka=[
+        kafka_cluster("bench", bootstrap, timeout_seconds=30, **{"granularity": "partition", **settings})]),
+        encoding="utf-8")
     process = ServerProcess(name, config.with_suffix(".log"))
     process.start([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)], lambda: port_open(port),
                   timeout=30, env=python_env(), cwd=REPO)

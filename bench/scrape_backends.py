@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.plots import save_timings  # noqa: E402
+from devstack.configs import exporter_config, listen  # noqa: E402
 from devstack.debezium import DebeziumProcess, postgres_connector_properties  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
@@ -30,8 +31,8 @@ from devstack.samples import parse, value  # noqa: E402
 def serve(workdir: Path, jmx_url: str, backend: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     config = workdir / f"{backend}.yml"
-    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n  - name: {backend}\n"
-                      f"    timeout_seconds: 30\n    jmx: {{url: '{jmx_url}', backend: {backend}}}\n")
+    config.write_text(exporter_config(listen=listen(port), debezium=[
+        {"name": backend, "timeout_seconds": 30, "jmx": {"url": jmx_url, "backend": backend}}]))
     process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(lambda: port_open(port), 30, f"cdcwatch serve ({backend})")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from devstack.configs import exporter_config, jmx_target, kafka_cluster, listen, postgres_source  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
@@ -87,10 +88,10 @@ def main() -> int:
     broker.start()
     port = free_port()
     config = work / "cdcwatch.yml"
-    config.write_text(f"listen: {{address: 127.0.0.1, port: {port}}}\n"
-                      f"debezium:\n  - name: garbage\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {garbage_server()}}}\n"
-                      f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {pg.port}\n"
-                      f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {broker.bootstrap}\n")
+    config.write_text(exporter_config(listen=listen(port),
+                                      debezium=[jmx_target("garbage", garbage_server(), timeout_seconds=2)],
+                                      postgres=[postgres_source("pg", pg.port, timeout_seconds=2)],
+                                      kafka=[kafka_cluster("broker", broker.bootstrap, timeout_seconds=2)]))
     serve = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
                              stdout=open(work / "serve.log", "ab"), stderr=subprocess.STDOUT)
     wait_for(lambda: port_open(port), 30, "cdcwatch serve")

@@ -26,6 +26,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from devstack.configs import (
+    connect_worker,
+    exporter_config,
+    jmx_target,
+    kafka_cluster,
+    listen,
+    postgres_source,
+    reconcile_pair,
+    reconcile_side,
+)
 from devstack.demo_settings import (
     APPLY_RATE,
     CATCH_UP_SECONDS,
@@ -122,17 +132,15 @@ class Traffic:
         self.pg.sql(f"INSERT INTO customers SELECT g, 'burst ' || g, now() FROM generate_series({first}, {first + rows - 1}) g")
 
 
-def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int) -> str:
+def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int) -> dict[str, Any]:
     """The customers table compared with the apply job's target, re-checks gated on the job's measured freshness; a
     budget far above a production default, so that a pass of the demo's table takes a couple of seconds."""
-    side = "{{engine: postgres, port: {}, user: postgres, rows_per_second: 50000{}}}"
-    return (f"reconcile:\n  - name: {RECONCILE_PAIR}\n"
-            f"    source: {side.format(source_port, ', table: public.customers')}\n"
-            f"    target: {side.format(target_port, ', format: apply')}\n"
-            f"    settle_seconds: {RECONCILE_SETTLE_SECONDS}\n    confirm_rechecks: {RECONCILE_CONFIRM_RECHECKS}\n"
-            f"    pass_interval_seconds: 1\n"
-            f"    freshness_url: http://127.0.0.1:{spark_metrics_port}/metrics\n"
-            f"    freshness_labels: {{server: {SERVER}}}\n")
+    return reconcile_pair(
+        RECONCILE_PAIR,
+        reconcile_side("postgres", source_port, "postgres", rows_per_second=50000, table="public.customers"),
+        reconcile_side("postgres", target_port, "postgres", rows_per_second=50000, format="apply"),
+        settle_seconds=RECONCILE_SETTLE_SECONDS, confirm_rechecks=RECONCILE_CONFIRM_RECHECKS, pass_interval_seconds=1,
+        freshness_url=f"http://127.0.0.1:{spark_metrics_port}/metrics", freshness_labels={"server": SERVER})
 
 
 class _Quiet:
@@ -241,16 +249,15 @@ class DemoStack:
         self.apply.start()
         self.log(f"[5/{steps}] cdcwatch serve ...")
         self.config_file = base / "cdcwatch.yml"
-        self.config_file.write_text(
-            f"listen: {{address: 127.0.0.1, port: {self.port}}}\n"
-            f"debezium:\n  - name: connect-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
-            f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {self.broker.bootstrap}\n"
-            f"    status: {{window_samples: {STATUS_WINDOW_SAMPLES}}}\n"
-            f"connect:\n  - name: connect\n    timeout_seconds: 2\n    url: {self.connect.url}\n"
-            f"    jmx: {{host: 127.0.0.1, port: {self.connect.jmx_port}}}\n"
-            f"postgres:\n  - name: source\n    timeout_seconds: 2\n    port: {self.source.port}\n"
-            f"    slot_servers: {{{SLOT}: {SERVER}}}\n    publication_servers: {{{PUBLICATION}: {SERVER}}}\n"
-            + reconcile_config(self.source.port, self.target.port, self.apply.metrics_port),
+        self.config_file.write_text(exporter_config(
+            listen=listen(self.port),
+            debezium=[jmx_target("connect-jvm", self.connect.jmx_port, timeout_seconds=2)],
+            kafka=[kafka_cluster("broker", self.broker.bootstrap, timeout_seconds=2,
+                                 status={"window_samples": STATUS_WINDOW_SAMPLES})],
+            connect=[connect_worker("connect", self.connect.url, jmx_port=self.connect.jmx_port, timeout_seconds=2)],
+            postgres=[postgres_source("source", self.source.port, timeout_seconds=2, slot_servers={SLOT: SERVER},
+                                      publication_servers={PUBLICATION: SERVER})],
+            reconcile=[reconcile_config(self.source.port, self.target.port, self.apply.metrics_port)]),
             encoding="utf-8")
         self.serve = self._started("serve", _Serve(self.config_file, self.port, base / "cdcwatch.log"))
         self.serve.start()

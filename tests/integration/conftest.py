@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from devstack.configs import exporter_config, listen
 from devstack.kafka import KafkaBroker
 from devstack.mariadb import MariaDbServer
 from devstack.postgres import PostgresServer
@@ -64,7 +65,7 @@ class Serve:
     def __init__(self, config_text: str, workdir: Path, *args: str) -> None:
         self.port = free_port()
         self.config = workdir / f"cdcwatch-{self.port}.yml"
-        self.listen = f"listen:\n  address: 127.0.0.1\n  port: {self.port}\n"  # the file's head; config_text follows
+        self.listen = exporter_config(listen=listen(self.port))  # the file's head; config_text (its other sections) follows
         self.config.write_text(self.listen + config_text, encoding="utf-8")
         self.log = workdir / f"cdcwatch-{self.port}.log"
         self.process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(self.config), *args],

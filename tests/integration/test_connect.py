@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from devstack.configs import connect_worker, exporter_config, jmx_target
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
 from devstack.procs import stop_group, wait_for
@@ -57,10 +58,10 @@ def connector(postgres, stack_dir, slot: str, tables: str, server: str = SERVER)
 
 
 def connect_config(worker, pki, password: str = PASSWORD, ca: str | None = None) -> str:
-    return (f"connect:\n  - name: worker\n    url: {worker.url}\n    timeout_seconds: 5\n"
-            f"    username: {USER}\n    password: {password}\n    ca_file: {ca or pki.ca}\n"
-            f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            f"debezium:\n  - name: worker-jvm\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n")
+    return exporter_config(
+        connect=[connect_worker("worker", worker.url, jmx_port=worker.jmx_port, timeout_seconds=5, username=USER,
+                                password=password, ca_file=ca or str(pki.ca))],
+        debezium=[jmx_target("worker-jvm", worker.jmx_port)])
 
 
 def state(values, metric: str, **labels: str) -> str | None:
@@ -159,14 +160,15 @@ def test_a_task_that_fails_at_start_up(worker, pki, postgres, stack_dir, serve_f
         stop_group(holder, 10)
 
 
-def test_rest_credentials_and_certificate_errors_are_up_0_with_a_clear_reason(worker, pki, stack_dir,
-                                                                              serve_factory) -> None:
+def test_refused_rest_credentials_are_up_0_with_a_clear_reason(worker, pki, serve_factory) -> None:
     wrong_password = serve_factory(connect_config(worker, pki, password="not-the-password"))
     values = wrong_password.scrape()
     assert value(values, "cdcwatch_up", collector="connect", target="worker") == 0
     wait_for(lambda: "401" in wrong_password.log.read_text(), 10, "the log to name the refused credentials")
     assert "not-the-password" not in wrong_password.log.read_text()
 
+
+def test_an_untrusted_rest_certificate_is_up_0_with_a_clear_reason(worker, pki, stack_dir, serve_factory) -> None:
     other_ca = make_pki(stack_dir / "untrusted-ca", (), ca_name="an untrusted CA")
     untrusted = serve_factory(connect_config(worker, pki, ca=str(other_ca.ca)))
     assert value(untrusted.scrape(), "cdcwatch_up", collector="connect", target="worker") == 0

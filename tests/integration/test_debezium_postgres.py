@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from devstack.configs import exporter_config, jmx_target
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, wait_for
 from tests.integration.conftest import process_start_time, value
@@ -51,13 +52,10 @@ def connector(postgres, stack_dir):
 def exporter(connector, stack_dir):
     from tests.integration.conftest import Serve
 
-    serve = Serve(
-        "debezium:\n"
-        f"  - name: pg-jpype\n    timeout_seconds: {JPYPE_TIMEOUT}\n    labels: {{env: test}}\n"
-        f"    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
-        f"  - name: pg-jmxquery\n    timeout_seconds: {JMXQUERY_TIMEOUT}\n"
-        f"    jmx: {{url: '{connector.jmx_url}', backend: jmxquery}}\n",
-        stack_dir)
+    serve = Serve(exporter_config(debezium=[
+        jmx_target("pg-jpype", connector.jmx_port, timeout_seconds=JPYPE_TIMEOUT, labels={"env": "test"}),
+        {"name": "pg-jmxquery", "timeout_seconds": JMXQUERY_TIMEOUT,
+         "jmx": {"url": connector.jmx_url, "backend": "jmxquery"}}]), stack_dir)
     yield serve
     serve.stop()
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from devstack.configs import exporter_config, jmx_target, kafka_cluster, postgres_source
 from tests.integration.conftest import value
 
 pytestmark = pytest.mark.integration
@@ -59,16 +60,13 @@ def nonsense() -> Iterator[tuple[Nonsense, Nonsense]]:
 
 def test_garbage_and_silent_peers_are_up_0_within_the_deadline(nonsense, postgres, serve_factory) -> None:
     garbage, silent = nonsense
-    serve = serve_factory(
-        "debezium:\n"
-        f"  - name: jmx-garbage\n    timeout_seconds: {DEADLINE}\n    jmx: {{host: 127.0.0.1, port: {garbage.port}}}\n"
-        f"  - name: jmx-silent\n    timeout_seconds: {DEADLINE}\n    jmx: {{host: 127.0.0.1, port: {silent.port}}}\n"
-        "kafka:\n"
-        f"  - name: kafka-garbage\n    timeout_seconds: {DEADLINE}\n    bootstrap_servers: 127.0.0.1:{garbage.port}\n"
-        f"  - name: kafka-silent\n    timeout_seconds: {DEADLINE}\n    bootstrap_servers: 127.0.0.1:{silent.port}\n"
-        "postgres:\n"
-        f"  - name: pg-garbage\n    timeout_seconds: {DEADLINE}\n    port: {garbage.port}\n"
-        f"  - name: healthy\n    timeout_seconds: {DEADLINE}\n    port: {postgres.port}\n")
+    serve = serve_factory(exporter_config(
+        debezium=[jmx_target("jmx-garbage", garbage.port, timeout_seconds=DEADLINE),
+                  jmx_target("jmx-silent", silent.port, timeout_seconds=DEADLINE)],
+        kafka=[kafka_cluster("kafka-garbage", f"127.0.0.1:{garbage.port}", timeout_seconds=DEADLINE),
+               kafka_cluster("kafka-silent", f"127.0.0.1:{silent.port}", timeout_seconds=DEADLINE)],
+        postgres=[postgres_source("pg-garbage", garbage.port, timeout_seconds=DEADLINE),
+                  postgres_source("healthy", postgres.port, timeout_seconds=DEADLINE)]))
     for _ in range(3):  # again and again: nothing piles up behind a broken peer
         values, took = serve.timed_scrape()
         assert took < DEADLINE + 1.5
@@ -85,9 +83,8 @@ def test_postgres_stopped_is_up_0_and_recovers_without_a_restart(stack_dir, serv
     server.start()
     try:
         server.sql("SELECT pg_create_logical_replication_slot('fault_slot', 'pgoutput')")
-        serve = serve_factory(
-            f"postgres:\n  - name: pg-fault\n    timeout_seconds: {DEADLINE}\n    port: {server.port}\n"
-            f"    slot_servers: {{fault_slot: faultsrv}}\n")
+        serve = serve_factory(exporter_config(postgres=[
+            postgres_source("pg-fault", server.port, timeout_seconds=DEADLINE, slot_servers={"fault_slot": "faultsrv"})]))
         assert value(serve.scrape(), "cdcwatch_postgres_replication_slot_active", slot="fault_slot") == 0
         server.stop()
         for _ in range(3):

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from cdcwatch.promapi import PrometheusApi
+from devstack.configs import connect_worker, exporter_config, jmx_target, kafka_cluster, listen, mysql_source, postgres_source
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
 from devstack.procs import free_port, port_open, wait_for
@@ -63,16 +64,14 @@ def worker(postgres, kafka, stack_dir) -> Iterator[ConnectWorker]:
 
 
 def config(worker: ConnectWorker, kafka, postgres, mariadb, port: int) -> str:
-    jmx = f"{{host: 127.0.0.1, port: {worker.jmx_port}}}"
-    return (f"listen:\n  address: 127.0.0.1\n  port: {port}\n"  # the host's network: loopback is enough here
-            f"debezium:\n  - name: worker-jvm\n    jmx: {jmx}\n"
-            f"connect:\n  - name: worker\n    url: {worker.url}\n    username: {USER}\n"
-            "    password: ${CONNECT_PASSWORD}\n"
-            f"    jmx: {jmx}\n"
-            f"kafka:\n  - name: k4\n    bootstrap_servers: {kafka.bootstrap}\n"
-            f"postgres:\n  - name: source\n    host: 127.0.0.1\n    port: {postgres.port}\n"
-            f"mysql:\n  - name: binlogs\n    host: 127.0.0.1\n    port: {mariadb.port}\n    user: {mariadb.user}\n"
-            "    password: ${MYSQL_PASSWORD}\n")
+    return exporter_config(
+        listen=listen(port),  # the host's network: loopback is enough here
+        debezium=[jmx_target("worker-jvm", worker.jmx_port)],
+        connect=[connect_worker("worker", worker.url, jmx_port=worker.jmx_port, username=USER,
+                                password="${CONNECT_PASSWORD}")],
+        kafka=[kafka_cluster("k4", kafka.bootstrap)],
+        postgres=[postgres_source("source", postgres.port)],
+        mysql=[mysql_source("binlogs", mariadb.port, mariadb.user, password="${MYSQL_PASSWORD}")])
 
 
 EXPECTED_UP = {("debezium", "worker-jvm"), ("connect", "worker"), ("kafka", "k4"), ("postgres", "source"),

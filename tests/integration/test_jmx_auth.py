@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from devstack.configs import exporter_config, jmx_target, listen
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, port_open, wait_for
 from tests.integration.conftest import parse, value
@@ -41,14 +42,13 @@ def secured_connector(postgres, stack_dir):
 def test_credentials_from_the_environment(secured_connector, stack_dir, backend) -> None:
     port = free_port()
     config = stack_dir / f"jmx-auth-{backend}.yml"
-    config.write_text(
-        f"listen: {{address: 127.0.0.1, port: {port}}}\ndebezium:\n"
-        f"  - name: good\n    timeout_seconds: 20\n    jmx: {{host: 127.0.0.1, port: {secured_connector.jmx_port},"
-        f" username: monitor, password: '${{JMX_PASSWORD}}', backend: {backend}}}\n"
-        f"  - name: bad\n    timeout_seconds: 20\n    jmx: {{host: 127.0.0.1, port: {secured_connector.jmx_port},"
-        f" username: monitor, password: wrong, backend: {backend}}}\n"
-        f"  - name: anonymous\n    timeout_seconds: 20\n    jmx: {{host: 127.0.0.1, port: {secured_connector.jmx_port},"
-        f" backend: {backend}}}\n", encoding="utf-8")
+    def target(name: str, **credentials: str) -> dict[str, object]:
+        return jmx_target(name, secured_connector.jmx_port, jmx={**credentials, "backend": backend}, timeout_seconds=20)
+
+    config.write_text(exporter_config(listen=listen(port), debezium=[
+        target("good", username="monitor", password="${JMX_PASSWORD}"),
+        target("bad", username="monitor", password="wrong"),
+        target("anonymous")]), encoding="utf-8")
     log = stack_dir / f"jmx-auth-{backend}.log"
     process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)],
                                env={**os.environ, "JMX_PASSWORD": SECRET}, stdout=open(log, "ab"), stderr=subprocess.STDOUT)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -25,6 +26,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.promapi import PrometheusApi
+from devstack.configs import exporter_config, kafka_cluster
 from devstack.kafka import SCRAM_PASSWORD
 from devstack.procs import wait_for
 from devstack.prometheus import PrometheusServer
@@ -71,9 +73,9 @@ def commit(kafka, group: str, offsets: dict[tuple[str, int], int]) -> None:
     consumer.close()
 
 
-def kafka_config(kafka, name: str = "k4", extra: str = "") -> str:
-    return (f"kafka:\n  - name: {name}\n    bootstrap_servers: {kafka.bootstrap}\n    timeout_seconds: 5\n"
-            f"    status: {{window_samples: 3}}\n{extra}")
+def kafka_config(kafka, name: str = "k4", **settings: Any) -> str:
+    return exporter_config(kafka=[kafka_cluster(name, kafka.bootstrap, timeout_seconds=5, status={"window_samples": 3},
+                                                **settings)])
 
 
 def status(values, group: str, topic: str, partition: int) -> str:
@@ -178,7 +180,7 @@ def test_an_uncommitted_partition_lags_from_the_first_message_kept_in_messages_a
     admin.delete_records([trimmed])[trimmed].result(30)
     assert log_start(kafka, topic, 1) == 2
     commit(kafka, "trimmed-job", {(topic, 0): 3})
-    serve = serve_factory(kafka_config(kafka, "trimmed", "    groups: {allow: [trimmed-job]}\n"))
+    serve = serve_factory(kafka_config(kafka, "trimmed", groups={"allow": ["trimmed-job"]}))
     values, before, after = timed(serve)
     where = {"group": "trimmed-job", "topic": topic}
     assert value(values, "cdcwatch_kafka_consumergroup_uncommitted_partitions", **where) == 1
@@ -254,11 +256,10 @@ def test_a_connected_consumer_that_does_not_commit_is_stalled(kafka, serve_facto
         member.close()
 
 
-def test_filters_topic_servers_granularity_and_the_partition_cap(kafka, topics, serve_factory) -> None:
+def test_group_and_topic_filters_and_topic_servers(kafka, topics, serve_factory) -> None:
     commit(kafka, "other-job", {(CREATED, 0): 1})
-    serve = serve_factory(kafka_config(kafka, "filtered", (
-        "    groups: {allow: ['.*-job'], deny: ['other-.*']}\n"
-        "    topics: {deny: ['.*appended']}\n    topic_servers: {'lagsrv\\.public\\..*': renamed}\n")))
+    serve = serve_factory(kafka_config(kafka, "filtered", groups={"allow": [".*-job"], "deny": ["other-.*"]},
+                                       topics={"deny": [".*appended"]}, topic_servers={r"lagsrv\.public\..*": "renamed"}))
     values = serve.scrape()
     groups = {dict(labels).get("group") for name, labels in values if name.startswith("cdcwatch_kafka_consumergroup")}
     assert "apply-job" in groups and "other-job" not in groups
@@ -267,9 +268,10 @@ def test_filters_topic_servers_granularity_and_the_partition_cap(kafka, topics, 
     assert value(values, "cdcwatch_kafka_consumergroup_topic_lag_messages", target="filtered", group="apply-job",
                  topic=CREATED, server="renamed") == 2 * PER_PARTITION - 2
 
-    capped = serve_factory(kafka_config(kafka, "capped", (
-        "    granularity: topic\n    max_partitions: 1\n    groups: {allow: ['apply-job']}\n"
-        f"    topics: {{allow: ['{CREATED}']}}\n")))
+
+def test_topic_granularity_and_the_partition_cap(kafka, topics, serve_factory) -> None:
+    capped = serve_factory(kafka_config(kafka, "capped", granularity="topic", max_partitions=1,
+                                        groups={"allow": ["apply-job"]}, topics={"allow": [CREATED]}))
     values = capped.scrape()
     assert not [name for name, labels in values if name.startswith("cdcwatch_kafka") and dict(labels).get("partition")]
     assert value(values, "cdcwatch_kafka_log_end_offset", target="capped", topic=CREATED) == 3 * PER_PARTITION
@@ -318,8 +320,8 @@ def test_retention_runway_and_margin_agree_with_the_topic_config_and_the_brokers
     # partition 0: 80 minutes behind, past half of the 2 hours; partition 1 caught up. Another group caught up on both.
     commit(kafka, "retention-job", {(RETAINED, 0): 2, (RETAINED, 1): 3})
     commit(kafka, "retention-caught-up-job", {(RETAINED, 0): 6, (RETAINED, 1): 3})
-    groups = "    retention_refresh_seconds: 1\n    groups: {allow: ['retention-.*', 'apply-job']}\n"
-    serve = serve_factory(kafka_config(kafka, "retention", groups))
+    groups = {"retention_refresh_seconds": 1, "groups": {"allow": ["retention-.*", "apply-job"]}}
+    serve = serve_factory(kafka_config(kafka, "retention", **groups))
     behind = {"group": "retention-job", "topic": RETAINED}
 
     caught_up = {"group": "retention-caught-up-job", "topic": RETAINED}
@@ -336,7 +338,7 @@ def test_retention_runway_and_margin_agree_with_the_topic_config_and_the_brokers
         assert (before - written[(0, 2)]) / retention_s <= used <= (after - written[(0, 2)]) / retention_s, used
 
     # the same per group and topic at either granularity: from the partition closest to losing data
-    for serve_of in (serve, serve_factory(kafka_config(kafka, "retention-topic", groups + "    granularity: topic\n"))):
+    for serve_of in (serve, serve_factory(kafka_config(kafka, "retention-topic", **groups, granularity="topic"))):
         values, before, after = wait_for(lambda s=serve_of: bracketed_scrape(s, lambda v: value(v, RUNWAY, **behind)),
                                          30, "the topic's retention settings to be read")
         assert value(values, "cdcwatch_kafka_topic_retention_seconds", topic=RETAINED) == RETENTION_S
@@ -407,24 +409,23 @@ def test_a_topic_deleted_under_a_group_leaves_no_series_and_no_error(kafka, serv
     assert value(values, "cdcwatch_up", collector="kafka", target="deleting") == 1
 
 
-def test_sasl_scram_over_tls_through_the_client_passthrough(kafka, topics, serve_factory) -> None:
+def secure_config(kafka) -> str:
+    """The SASL_SSL listener, every client setting passed through, the password from $KAFKA_PASSWORD."""
     settings = kafka.secure_client_settings()
-    passthrough = "".join(f"      {k}: '{v}'\n" for k, v in settings.items() if k != "sasl.password")
-    secure = (f"kafka:\n  - name: secure\n    bootstrap_servers: {kafka.secure_bootstrap}\n    timeout_seconds: 5\n"
-              f"    client:\n{passthrough}      sasl.password: '${{KAFKA_PASSWORD}}'\n")
-    import os
+    return exporter_config(kafka=[kafka_cluster("secure", kafka.secure_bootstrap, timeout_seconds=5,
+                                                client={**settings, "sasl.password": "${KAFKA_PASSWORD}"})])
 
-    os.environ["KAFKA_PASSWORD"] = SCRAM_PASSWORD
-    good = serve_factory(secure)
-    values = good.scrape()
+
+def test_sasl_scram_over_tls_through_the_client_passthrough(kafka, topics, serve_factory, monkeypatch) -> None:
+    monkeypatch.setenv("KAFKA_PASSWORD", SCRAM_PASSWORD)
+    values = serve_factory(secure_config(kafka)).scrape()
     assert value(values, "cdcwatch_up", collector="kafka", target="secure") == 1
     assert value(values, "cdcwatch_kafka_consumergroup_lag_messages", group="apply-job", topic=CREATED, partition="0") == 4
 
-    os.environ["KAFKA_PASSWORD"] = "not-the-password"
-    try:
-        bad = serve_factory(secure)
-    finally:
-        del os.environ["KAFKA_PASSWORD"]
+
+def test_a_wrong_sasl_password_is_up_0_within_the_deadline_naming_the_failure(kafka, serve_factory, monkeypatch) -> None:
+    monkeypatch.setenv("KAFKA_PASSWORD", "not-the-password")
+    bad = serve_factory(secure_config(kafka))
     values, took = bad.timed_scrape()
     assert value(values, "cdcwatch_up", collector="kafka", target="secure") == 0
     assert took < 5 * 1.5, "the scrape must end within the collector's deadline"

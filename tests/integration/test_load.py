@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 
+from devstack.configs import exporter_config, kafka_cluster, postgres_source
 from devstack.procs import rss_mib
 
 pytestmark = pytest.mark.integration
@@ -21,8 +22,8 @@ SECONDS = 30
 
 
 def test_twenty_concurrent_scrapers_for_half_a_minute(postgres, kafka, serve_factory) -> None:
-    serve = serve_factory(f"postgres:\n  - name: pg\n    port: {postgres.port}\n"
-                          f"kafka:\n  - name: broker\n    bootstrap_servers: {kafka.bootstrap}\n")
+    serve = serve_factory(exporter_config(postgres=[postgres_source("pg", postgres.port)],
+                                          kafka=[kafka_cluster("broker", kafka.bootstrap)]))
     for _ in range(5):  # warm up: caches, pools, first connections
         serve.text()
     rss_before = rss_mib(serve.process.pid)

@@ -21,6 +21,7 @@ from cdcwatch.events import decode
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.promapi import PrometheusApi
+from devstack.configs import exporter_config, jmx_target, mysql_source
 from devstack.debezium import DebeziumProcess, mysql_connector_properties
 from devstack.procs import free_port, wait_for
 from devstack.prometheus import PrometheusServer
@@ -70,11 +71,11 @@ def test_binlog_runway_of_a_stopped_connector(mariadb, stack_dir, serve_factory)
     mariadb.root_sql(f"SET GLOBAL binlog_expire_logs_seconds = {EXPIRE}")
     try:
         connector.start()
-        serve = serve_factory(
-            f"debezium:\n  - name: binjvm\n    timeout_seconds: 1.5\n    jmx: {{host: 127.0.0.1, port: {connector.jmx_port}}}\n"
-            f"mysql:\n  - name: maria\n    port: {mariadb.port}\n    user: {mariadb.user}\n    password: {mariadb.password}\n"
-            f"    server: {SERVER}\n    timeout_seconds: 1.5\n"
-            f"  - name: gone\n    port: {free_port()}\n    user: nobody\n    timeout_seconds: 1\n")
+        serve = serve_factory(exporter_config(
+            debezium=[jmx_target("binjvm", connector.jmx_port, timeout_seconds=1.5)],
+            mysql=[mysql_source("maria", mariadb.port, mariadb.user, password=mariadb.password, server=SERVER,
+                                timeout_seconds=1.5),
+                   mysql_source("gone", free_port(), "nobody", timeout_seconds=1)]))
         rules = stack_dir / "binlog-rules.yml"
         rules.write_text(rules_yaml(FAST), encoding="utf-8")
         prometheus = PrometheusServer(stack_dir / "binlog-prometheus", {"cdcwatch": [f"127.0.0.1:{serve.port}"]}, [rules],

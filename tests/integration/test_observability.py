@@ -22,6 +22,7 @@ from cdcwatch.mixin.dashboards import build_dashboards, conditional_exprs
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.mixin.preview import render_preview, resolve_variables, substitute
 from cdcwatch.promapi import PrometheusApi
+from devstack.configs import connect_worker, exporter_config, jmx_target, kafka_cluster, postgres_source, reconcile_pair, reconcile_side
 from devstack.connect import ConnectWorker
 from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
 from devstack.procs import free_port, wait_for
@@ -63,16 +64,15 @@ def observed(postgres, kafka, mariadb, stack_dir):
             started.append(component)
         # every collector's deadline stays below Prometheus' scrape timeout (SCRAPE): a dead target must read
         # up 0 in a scrape that succeeds, not make the whole scrape time out
-        serve = Serve(
-            f"debezium:\n  - name: worker-jvm\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            f"  - name: maria\n    timeout_seconds: 2\n    jmx: {{host: 127.0.0.1, port: {maria.jmx_port}}}\n"
-            f"kafka:\n  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: {kafka.bootstrap}\n"
-            f"connect:\n  - name: worker\n    timeout_seconds: 2\n    url: {worker.url}\n"
-            f"    jmx: {{host: 127.0.0.1, port: {worker.jmx_port}}}\n"
-            f"postgres:\n  - name: pg\n    timeout_seconds: 2\n    port: {postgres.port}\n    slot_servers: {{obs_slot: obs}}\n"
-            f"reconcile:\n  - name: obs-orders\n"
-            f"    source: {{engine: postgres, port: {postgres.port}, user: postgres, table: public.obs_orders}}\n"
-            f"    target: {{engine: postgres, port: {postgres.port}, user: postgres, dbname: obs_target, format: apply}}\n",
+        serve = Serve(exporter_config(
+            debezium=[jmx_target("worker-jvm", worker.jmx_port, timeout_seconds=2),
+                      jmx_target("maria", maria.jmx_port, timeout_seconds=2)],
+            kafka=[kafka_cluster("broker", kafka.bootstrap, timeout_seconds=2)],
+            connect=[connect_worker("worker", worker.url, jmx_port=worker.jmx_port, timeout_seconds=2)],
+            postgres=[postgres_source("pg", postgres.port, timeout_seconds=2, slot_servers={"obs_slot": "obs"})],
+            reconcile=[reconcile_pair(
+                "obs-orders", reconcile_side("postgres", postgres.port, "postgres", table="public.obs_orders"),
+                reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"))]),
             stack_dir)
         started.append(serve)
         rules = stack_dir / "obs-rules.yml"

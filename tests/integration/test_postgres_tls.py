@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from devstack.configs import exporter_config, postgres_source
 from devstack.procs import wait_for
 from devstack.tls import make_pki
 from tests.integration.conftest import parse, value
@@ -37,18 +38,17 @@ def tls_postgres(postgres, stack_dir):
     postgres.sql("SELECT pg_reload_conf()")
 
 
-def source(name: str, host: str, port: int, rootcert: object) -> str:
-    return (f"  - name: {name}\n    host: {host}\n    port: {port}\n    timeout_seconds: 5\n    sslmode: verify-full\n"
-            f"    sslrootcert: {rootcert}\n")
+def source(name: str, host: str, port: int, rootcert: object) -> dict[str, object]:
+    return postgres_source(name, port, host=host, timeout_seconds=5, sslmode="verify-full", sslrootcert=str(rootcert))
 
 
 def test_verify_full(tls_postgres, postgres, stack_dir, serve_factory) -> None:
     postgres.sql("SELECT pg_create_logical_replication_slot('tls_slot', 'pgoutput')")
     other = make_pki(stack_dir / "pg-other-ca", names=(), ca_name="some other CA")
     try:
-        serve = serve_factory("postgres:\n" + source("verified", "127.0.0.1", postgres.port, tls_postgres.ca)
-                              + source("wrong-ca", "127.0.0.1", postgres.port, other.ca)
-                              + source("wrong-name", "localhost", postgres.port, tls_postgres.ca))
+        serve = serve_factory(exporter_config(postgres=[source("verified", "127.0.0.1", postgres.port, tls_postgres.ca),
+                                                        source("wrong-ca", "127.0.0.1", postgres.port, other.ca),
+                                                        source("wrong-name", "localhost", postgres.port, tls_postgres.ca)]))
         values = parse(serve.text())
         assert value(values, "cdcwatch_up", collector="postgres", target="verified") == 1
         assert value(values, "cdcwatch_postgres_replication_slot_active", target="verified", slot="tls_slot") == 0

@@ -10,6 +10,7 @@ import signal
 import pytest
 from confluent_kafka import Producer
 
+from devstack.configs import exporter_config, mysql_source, postgres_source
 from devstack.procs import wait_for
 from tests.integration.conftest import value
 from tests.integration.test_kafka_lag import client, commit, created_ms, event, kafka_config, status
@@ -31,7 +32,7 @@ def reloaded(serve) -> dict:
 def test_a_postgres_slots_last_advance_survives_a_reload(postgres, serve_factory) -> None:
     postgres.sql("SELECT pg_create_physical_replication_slot('reload_kept')")  # nothing ever advances it
     try:
-        serve = serve_factory(f"postgres:\n  - name: pg\n    host: 127.0.0.1\n    port: {postgres.port}\n",
+        serve = serve_factory(exporter_config(postgres=[postgres_source("pg", postgres.port)]),
                               "--config-watch-interval", "0")
         metric = "cdcwatch_postgres_replication_slot_last_advance_timestamp_seconds"
         first_seen = value(serve.scrape(), metric, slot="reload_kept")
@@ -50,8 +51,8 @@ def test_mysql_binlog_rotation_times_survive_a_reload(mariadb, serve_factory) ->
     mariadb.root_sql("CREATE USER IF NOT EXISTS 'reloadwatch'@'%' IDENTIFIED BY 'rw';"
                      "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO 'reloadwatch'@'%'; FLUSH BINARY LOGS")
     try:
-        serve = serve_factory(f"mysql:\n  - name: kept\n    host: 127.0.0.1\n    port: {mariadb.port}\n"
-                              "    user: reloadwatch\n    password: rw\n", "--config-watch-interval", "0")
+        serve = serve_factory(exporter_config(mysql=[mysql_source("kept", mariadb.port, "reloadwatch", password="rw")]),
+                              "--config-watch-interval", "0")
         before = rotations(serve.scrape())
         assert before  # at least the binlog FLUSH BINARY LOGS closed
         # from now on a new collector could not read them again

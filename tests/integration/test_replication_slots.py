@@ -24,6 +24,7 @@ from cdcwatch.events import decode
 from cdcwatch.mixin import MixinConfig
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.promapi import PrometheusApi
+from devstack.configs import exporter_config, postgres_source
 from devstack.debezium import DebeziumProcess, postgres_connector_properties
 from devstack.procs import free_port, wait_for
 from devstack.prometheus import PrometheusServer
@@ -44,8 +45,8 @@ FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5
 
 
 def config(postgres) -> str:
-    return (f"postgres:\n  - name: source\n    host: 127.0.0.1\n    port: {postgres.port}\n    timeout_seconds: 3\n"
-            f"    slots: {{allow: ['slotwatch_.*']}}\n    slot_servers: {{{SLOT}: {SERVER}}}\n")
+    return exporter_config(postgres=[postgres_source("source", postgres.port, timeout_seconds=3,
+                                                     slots={"allow": ["slotwatch_.*"]}, slot_servers={SLOT: SERVER})])
 
 
 def streamed(connector: DebeziumProcess, key: tuple) -> bool:
@@ -241,9 +242,9 @@ def test_row_estimates_of_the_published_tables(postgres, serve_factory) -> None:
                  "CREATE PUBLICATION est_pub FOR TABLE est_analyzed, est_fresh; CREATE PUBLICATION est_other FOR TABLE est_fresh")
     try:
         assert postgres.sql("SELECT reltuples FROM pg_class WHERE relname = 'est_fresh'") == "-1"
-        serve = serve_factory(f"postgres:\n  - name: source\n    port: {postgres.port}\n    timeout_seconds: 3\n"
-                              "    publications: {allow: ['est_.*'], deny: ['est_other']}\n"
-                              "    publication_servers: {est_pub: estsrv}\n")
+        serve = serve_factory(exporter_config(postgres=[postgres_source(
+            "source", postgres.port, timeout_seconds=3, publications={"allow": ["est_.*"], "deny": ["est_other"]},
+            publication_servers={"est_pub": "estsrv"})]))
         counted = {("estsrv", f"public.{t}"): float(postgres.sql(f"SELECT count(*) FROM {t}"))
                    for t in ("est_analyzed", "est_fresh")}
         # the live-row count reaches the shared statistics within a second of the commit

@@ -10,9 +10,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from devstack.configs import connect_worker, exporter_config, jmx_target, kafka_cluster, postgres_source
 from devstack.procs import free_port
 
 pytestmark = pytest.mark.integration
@@ -21,21 +23,23 @@ SECRETS = {"CDCW_JMX_PASSWORD": "jmx-secret-V4t9", "CDCW_KAFKA_PASSWORD": "kafka
            "CDCW_CONNECT_PASSWORD": "connect-secret-Ws3k", "CDCW_PG_PASSWORD": "pg-secret-Xq1m"}
 
 
+def config_sections() -> dict[str, Any]:
+    """A target of every kind with a secret from the environment, each on a port nothing listens on."""
+    return {
+        "debezium": [jmx_target("jvm", free_port(), jmx={"username": "monitor", "password": "${CDCW_JMX_PASSWORD}"},
+                                timeout_seconds=2)],
+        "kafka": [kafka_cluster("broker", f"127.0.0.1:{free_port()}", timeout_seconds=2, client={
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "monitor",
+            "sasl.password": "${CDCW_KAFKA_PASSWORD}"})],
+        "connect": [connect_worker("worker", f"http://127.0.0.1:{free_port()}", timeout_seconds=2, username="monitor",
+                                   password="${CDCW_CONNECT_PASSWORD}")],
+        "postgres": [postgres_source("source", free_port(), timeout_seconds=2, user="monitor",
+                                     password="${CDCW_PG_PASSWORD}")],
+    }
+
+
 def config_text() -> str:
-    return (
-        "debezium:\n"
-        f"  - name: jvm\n    timeout_seconds: 2\n"
-        f"    jmx: {{host: 127.0.0.1, port: {free_port()}, username: monitor, password: '${{CDCW_JMX_PASSWORD}}'}}\n"
-        "kafka:\n"
-        f"  - name: broker\n    timeout_seconds: 2\n    bootstrap_servers: 127.0.0.1:{free_port()}\n"
-        "    client: {security.protocol: SASL_PLAINTEXT, sasl.mechanism: SCRAM-SHA-512, sasl.username: monitor,"
-        " sasl.password: '${CDCW_KAFKA_PASSWORD}'}\n"
-        "connect:\n"
-        f"  - name: worker\n    timeout_seconds: 2\n    url: http://127.0.0.1:{free_port()}\n"
-        "    username: monitor\n    password: '${CDCW_CONNECT_PASSWORD}'\n"
-        "postgres:\n"
-        f"  - name: source\n    timeout_seconds: 2\n    port: {free_port()}\n    user: monitor\n"
-        "    password: '${CDCW_PG_PASSWORD}'\n")
+    return exporter_config(**config_sections())
 
 
 def leaked(text: str) -> list[str]:
@@ -63,21 +67,21 @@ def test_no_secret_in_the_log_the_metrics_or_check(serve_factory, tmp_path: Path
     assert not leaked(done.stdout + done.stderr), "a secret is in cdcwatch check's output"  # ... without secrets
 
 
-@pytest.mark.parametrize("breakage", [
-    ("    user: monitor\n", "    user: monitor\n    passwrod: x\n"),  # an unknown key beside the password
-    ("    username: monitor\n    password:", "    username: [monitor]\n    password:"),  # a wrong type beside it
-    ("port: {free}, username", "port: not-a-port, username"),
-    ("password: '${CDCW_PG_PASSWORD}'", "password: ['${CDCW_PG_PASSWORD}']"),  # the secret itself of a wrong type
-    ("sasl.password: '${CDCW_KAFKA_PASSWORD}'}", "sasl.password: {'${CDCW_KAFKA_PASSWORD}': 1}}"),
+@pytest.mark.parametrize("section, path, wrong", [
+    ("postgres", ("passwrod",), "x"),  # an unknown key beside the password
+    ("connect", ("username",), ["monitor"]),  # a wrong type beside it
+    ("debezium", ("jmx", "port"), "not-a-port"),
+    ("postgres", ("password",), ["${CDCW_PG_PASSWORD}"]),  # the secret itself of a wrong type
+    ("kafka", ("client", "sasl.password"), {"${CDCW_KAFKA_PASSWORD}": 1}),
 ])
-def test_a_bad_config_error_shows_no_secret(tmp_path: Path, breakage: tuple[str, str]) -> None:
-    text = config_text()
-    before, after = breakage
-    if before.startswith("port:"):
-        before, after = before.replace("{free}", text.split("port: ")[1].split(",")[0]), after
-    assert before in text
+def test_a_bad_config_error_shows_no_secret(tmp_path: Path, section: str, path: tuple[str, ...], wrong: object) -> None:
+    sections = config_sections()
+    entry = sections[section][0]
+    for key in path[:-1]:
+        entry = entry[key]
+    entry[path[-1]] = wrong
     config = tmp_path / "bad.yml"
-    config.write_text(text.replace(before, after, 1))
+    config.write_text(exporter_config(**sections))
     done = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "check", "--config.file", str(config)],
                           capture_output=True, text=True, timeout=60, env=os.environ)
     assert done.returncode == 2, done.stdout + done.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
+from devstack.configs import exporter_config, listen, postgres_source, web_config
 from devstack.procs import free_port, port_open, wait_for
 
 pytestmark = pytest.mark.integration
@@ -50,17 +51,23 @@ def client(pki: Path, cert: str | None) -> ssl.SSLContext:
     return context
 
 
-def tls(pki: Path, client_auth_type: str, client_ca: bool = True) -> str:
-    return (f"tls_server_config:\n  cert_file: {pki / 'server.crt'}\n  key_file: {pki / 'server.key'}\n"
-            + (f"  client_ca_file: {pki / 'ca.crt'}\n" if client_ca else "") + f"  client_auth_type: {client_auth_type}\n")
+def tls(pki: Path, client_auth_type: str, client_ca: bool = True) -> dict[str, str]:
+    """The `tls_server_config:` section: the server's certificate, the test CA when `client_ca`."""
+    return {"cert_file": str(pki / "server.crt"), "key_file": str(pki / "server.key"),
+            **({"client_ca_file": str(pki / "ca.crt")} if client_ca else {}), "client_auth_type": client_auth_type}
+
+
+def users(password: str) -> dict[str, str]:
+    """The `basic_auth_users:` section: `prometheus` with `password`, bcrypt-hashed."""
+    return {"prometheus": bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()}
 
 
 def serve(tmp_path: Path, postgres, web: str) -> tuple[subprocess.Popen[bytes], int, Path]:
     port = free_port()
     (tmp_path / "web.yml").write_text(web, encoding="utf-8")
-    (tmp_path / "cdcwatch.yml").write_text(
-        f"listen: {{address: 127.0.0.1, port: {port}, web_config_file: {tmp_path / 'web.yml'}}}\n"
-        f"postgres:\n  - name: main\n    host: 127.0.0.1\n    port: {postgres.port}\n", encoding="utf-8")
+    (tmp_path / "cdcwatch.yml").write_text(exporter_config(
+        listen=listen(port, web_config_file=str(tmp_path / "web.yml")),
+        postgres=[postgres_source("main", postgres.port)]), encoding="utf-8")
     log = tmp_path / "serve.log"
     process = subprocess.Popen([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(tmp_path / "cdcwatch.yml")],
                                stdout=open(log, "ab"), stderr=subprocess.STDOUT)
@@ -81,9 +88,8 @@ def get(port: int, context: ssl.SSLContext | None, password: str | None) -> int:
 
 
 def test_tls_client_ca_and_basic_auth(pki: Path, postgres, tmp_path: Path) -> None:
-    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
-    process, port, _ = serve(tmp_path, postgres, tls(pki, "RequireAndVerifyClientCert")
-                             + f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    process, port, _ = serve(tmp_path, postgres, web_config(tls_server_config=tls(pki, "RequireAndVerifyClientCert"),
+                                                            basic_auth_users=users(PASSWORD)))
     try:
         with_cert = client(pki, "client")
         assert get(port, with_cert, PASSWORD) == 200
@@ -121,7 +127,8 @@ CLIENT_AUTH = {
 @pytest.mark.parametrize("client_auth_type", CLIENT_AUTH)
 def test_client_auth_types_mean_what_they_mean_in_exporter_toolkit(pki: Path, postgres, tmp_path: Path,
                                                                    client_auth_type: str) -> None:
-    process, port, _ = serve(tmp_path, postgres, tls(pki, client_auth_type, client_ca=client_auth_type != "NoClientCert"))
+    process, port, _ = serve(tmp_path, postgres, web_config(
+        tls_server_config=tls(pki, client_auth_type, client_ca=client_auth_type != "NoClientCert")))
     try:
         assert tuple(served(port, client(pki, cert)) for cert in (None, "client", "rogue")) == CLIENT_AUTH[client_auth_type]
     finally:
@@ -130,8 +137,7 @@ def test_client_auth_types_mean_what_they_mean_in_exporter_toolkit(pki: Path, po
 
 
 def test_basic_auth_without_tls(postgres, tmp_path: Path) -> None:
-    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
-    process, port, _ = serve(tmp_path, postgres, f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    process, port, _ = serve(tmp_path, postgres, web_config(basic_auth_users=users(PASSWORD)))
     try:
         assert get(port, None, None) == 401
         assert get(port, None, "wrong") == 401
@@ -148,7 +154,8 @@ def test_basic_auth_without_tls(postgres, tmp_path: Path) -> None:
 ])
 def test_a_bad_web_config_exits_before_serving(pki: Path, postgres, tmp_path: Path, web: str, complaint: str) -> None:
     (tmp_path / "web.yml").write_text(web.format(pki=pki), encoding="utf-8")
-    (tmp_path / "cdcwatch.yml").write_text(f"postgres:\n  - name: main\n    port: {postgres.port}\n", encoding="utf-8")
+    (tmp_path / "cdcwatch.yml").write_text(exporter_config(postgres=[postgres_source("main", postgres.port)]),
+                                           encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(tmp_path / "cdcwatch.yml"),
                            "--web.config.file", str(tmp_path / "web.yml")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
