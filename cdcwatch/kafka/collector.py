@@ -19,6 +19,7 @@ import re
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 
@@ -185,6 +186,16 @@ class _GroupPartition:
         self.status_line: SeriesLine | None = None
 
 
+_Reported = tuple[GroupState, Partition, int | None]
+
+
+def _report_order(state: ClusterState) -> Iterator[_Reported]:
+    """Each group partition with its commit (None: none), in report order: group, topic, partition."""
+    for group in state.groups:
+        for where, committed in sorted(group.committed.items()):
+            yield group, where, committed
+
+
 class KafkaCollector:
     """Collects one Kafka cluster; raises on failure (the exporter turns that into up=0)."""
 
@@ -243,10 +254,11 @@ class KafkaCollector:
         state = self.reader.read(deadline)
         for where, end in state.end.items():
             self.history[where].add(state.read_at, end)
-        rows = self._rows(state)
-        reading = self._fetcher.submit(self.messages.read, self._pending_timestamps(rows), self._newest_offsets(state),
+        order = list(_report_order(state))
+        reading = self._fetcher.submit(self.messages.read, self._positions(state, order), self._newest_offsets(state),
                                        deadline, state.leaders)
         # meanwhile (the read is mostly waiting on the broker): what needs no message
+        rows = self._rows(state, order)
         if self.cluster.status.enabled:
             self._statuses(rows, state.read_at)
         self._refresh_lines(rows)
@@ -278,7 +290,7 @@ class KafkaCollector:
                 times[(topic, partition)] = change.commit_time
         return times
 
-    def _rows(self, state: ClusterState) -> list[_GroupPartition]:
+    def _rows(self, state: ClusterState, order: list[_Reported]) -> list[_GroupPartition]:
         """The group partitions to report, in report order (group, topic, partition), with this scrape's offsets;
         those that vanished leave no state behind. Beyond `max_partitions` the rest are dropped and counted."""
         rows: list[_GroupPartition] = []
@@ -286,30 +298,28 @@ class KafkaCollector:
         previous, cap = self.kept, self.cluster.max_partitions
         start_of, end_of = state.start.get, state.end.get
         dropped = 0
-        for group in state.groups:
-            name = group.name
-            for where, committed in sorted(group.committed.items()):
-                if len(rows) >= cap:
-                    dropped += 1
-                    continue
-                topic, partition = where
-                key = (name, topic, partition)
-                row = previous.get(key)
-                if row is None:
-                    row = _GroupPartition(group, topic, partition)
-                kept[key] = row
-                row.group = group
-                start = start_of(where, 0)
-                row.committed = committed
-                if committed is None:
-                    row.position, row.margin = start, None
-                else:
-                    row.position, row.margin = committed, committed - start
-                lag = end_of(where, 0) - row.position
-                row.lag = lag if lag > 0 else 0
-                row.lag_seconds = row.runway = row.used = None
-                row.method = ""
-                rows.append(row)
+        for group, where, committed in order:
+            if len(rows) >= cap:
+                dropped += 1
+                continue
+            topic, partition = where
+            key = (group.name, topic, partition)
+            row = previous.get(key)
+            if row is None:
+                row = _GroupPartition(group, topic, partition)
+            kept[key] = row
+            row.group = group
+            start = start_of(where, 0)
+            row.committed = committed
+            if committed is None:
+                row.position, row.margin = start, None
+            else:
+                row.position, row.margin = committed, committed - start
+            lag = end_of(where, 0) - row.position
+            row.lag = lag if lag > 0 else 0
+            row.lag_seconds = row.runway = row.used = None
+            row.method = ""
+            rows.append(row)
         self.kept = kept
         self.dropped_now = dropped
         self.dropped += dropped
@@ -319,15 +329,18 @@ class KafkaCollector:
         self._warned_cap = bool(dropped)
         return rows
 
-    def _pending_timestamps(self, rows: list[_GroupPartition]) -> list[At]:
-        """The next message to consume wherever a group lags (its age is the lag in seconds), unless the row read it
-        before (counted as a cache read)."""
+    def _positions(self, state: ClusterState, order: list[_Reported]) -> list[At]:
+        """The next message to consume wherever a group lags, in the group partitions `_rows` reports, each once: its
+        age is the lag in seconds."""
         if not self.cluster.lag_seconds:
             return []
-        pending = [(r.topic, r.partition, r.position) for r in rows
-                   if r.lag > 0 and (r.stamp_at != r.position or r.stamp is None)]
-        self.messages.reads["cache"] += sum(r.lag > 0 for r in rows) - len(pending)
-        return pending
+        start_of, end_of = state.start.get, state.end.get
+        wanted: set[At] = set()
+        for _, where, committed in order[:self.cluster.max_partitions]:
+            position = start_of(where, 0) if committed is None else committed
+            if end_of(where, 0) > position:
+                wanted.add((*where, position))
+        return list(wanted)
 
     def _lag_seconds(self, rows: list[_GroupPartition], state: ClusterState,
                      stamps: dict[At, tuple[float, str] | None]) -> None:
