@@ -25,7 +25,7 @@ from cdcwatch.jmx import make_client
 from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.mysql.binlog import BINLOG_METRICS, BinlogCollector
 from cdcwatch.postgres.slots import SLOT_METRICS, ReplicationSlotCollector
-from cdcwatch.reconcile.collector import RECONCILE_METRICS, ReconcileCollector
+from cdcwatch.reconcile.collector import RECONCILE_METRICS, SCRAPE_TIMEOUT_SECONDS, ReconcileCollector
 
 __all__ = ["COLLECTORS", "EXPORTER_LABELS", "CollectorEntry", "exporter_labels", "registered"]
 
@@ -150,7 +150,7 @@ COLLECTORS: tuple[CollectorEntry, ...] = (
                    _mysql_reference),
     # a scrape reads the pair's state: its deadline is short, whatever its passes take
     CollectorEntry("reconcile", "reconcile", "reconcile pair", "the target", ReconcileCollector,
-                   (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: 2.0),
+                   (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: SCRAPE_TIMEOUT_SECONDS),
 )
 """Every kind of target, in the order the collectors are built and the reference documents them."""
 

@@ -3,7 +3,9 @@
 
 A side that fails (down, timed out, refused, misconfigured) makes the pair's `cdcwatch_up{collector="reconcile"}`
 0 with the side named in the error, and no divergence figures are exported until both sides answer again: a pass
-that could not read a side reports nothing rather than a wrong figure.
+that could not read a side reports nothing rather than a wrong figure. Until the thread has first reached both sides
+(read their catalogs) or failed, a scrape waits for that, within its deadline: a pair is never up before it has
+been heard from.
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ from cdcwatch.reconcile.mysql_side import MysqlTableSide
 from cdcwatch.reconcile.postgres_side import ApplyRowsSide, PostgresTableSide
 from cdcwatch.reconcile.side import Side, SideError
 
-__all__ = ["RECONCILE_METRICS", "RETRY_SECONDS", "ReconcileCollector", "make_side"]
+__all__ = ["FIRST_ANSWER_SECONDS", "RECONCILE_METRICS", "RETRY_SECONDS", "SCRAPE_TIMEOUT_SECONDS", "ReconcileCollector",
+           "make_side"]
 
 log = logging.getLogger("cdcwatch.reconcile")
 
 RETRY_SECONDS = 10.0
 """Pause before a failed pass is started again (never longer than the pair's settle time)."""
+SCRAPE_TIMEOUT_SECONDS = 2.0
+"""Deadline of one collection: a scrape reads the pair's state, whatever its passes take."""
+FIRST_ANSWER_SECONDS = 1.5
+"""How long a scrape waits for the thread's first answer from both sides (or its failure): within the deadline, so
+a side that hangs reads as a timeout of the sides, not of cdcwatch."""
 
 RECONCILE_ROWS_DIVERGED = MetricSpec("cdcwatch_reconcile_rows_diverged", "gauge", (
     "Rows whose target copy disagrees with the source, confirmed: still differing after confirm_rechecks "
@@ -93,6 +101,8 @@ class ReconcileCollector:
             self.reconciler.applied_through = freshness.applied_through
         self.reconciler.both_answered = self._answered
         self.error: str | None = None
+        self._first_answer = threading.Event()
+        """Set once both sides have answered (their catalogs read) or one failed."""
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -108,6 +118,7 @@ class ReconcileCollector:
             try:
                 if not self.reconciler.prepared:
                     self.reconciler.prepare()
+                    self._first_answer.set()
                 self.reconciler.run_pass()
                 self._idle(self.config.pass_interval_seconds)
             except Stopped:
@@ -130,6 +141,7 @@ class ReconcileCollector:
         if self.error != message:
             log.warning("%s: %s", self.target, message)
         self.error = message
+        self._first_answer.set()
         for side in self.reconciler.sides.values():
             side.close()
 
@@ -141,6 +153,9 @@ class ReconcileCollector:
 
     def collect(self) -> Collection:
         self.start()
+        if not self._first_answer.wait(FIRST_ANSWER_SECONDS):
+            raise TimeoutError(f"the sides did not answer within {FIRST_ANSWER_SECONDS:g}s: the comparison is still "
+                               "connecting")
         if self.error is not None:
             raise RuntimeError(self.error)
         state = self.reconciler.state()

@@ -352,7 +352,8 @@ def test_a_pair_whose_side_is_down_is_up_0_with_no_divergence_figure(postgres, s
     serve = serve_factory(exporter_config(reconcile=[reconcile_pair(
         "gone", reconcile_side("postgres", postgres.port, "postgres", table="public.rc_down"),
         reconcile_side("mysql", free_port(), "nobody", table="shop.items", statement_timeout_seconds=1))]))
-    # up until the pair's thread has tried the down side (a scrape never waits for a pass), then 0
-    values = wait_for(lambda: (v := serve.scrape()) and value(v, "cdcwatch_up", collector="reconcile", target="gone") == 0
-                      and v, 30, "the pair to be up 0")
+    # down from the very first scrape: it waits (within its deadline) for the pair's first try of both sides
+    values = serve.scrape()
+    assert value(values, "cdcwatch_up", collector="reconcile", target="gone") == 0
     assert value(values, "cdcwatch_reconcile_rows_diverged", target="gone", kind="missing") is None
+    assert value(values, "cdcwatch_target_failure_info", collector="reconcile", target="gone", failure="refused") == 1

@@ -249,3 +249,50 @@ def test_a_failing_side_keeps_the_pair_down_until_both_answer() -> None:
         assert collector.collect().summary.startswith("0 rows diverged")
     finally:
         collector.close()
+
+
+def test_a_side_down_from_the_start_reads_down_on_the_first_scrape() -> None:
+    """The first scrape waits for the thread's first try of both sides, so a side down from the start is never up."""
+    import time as clock
+
+    from cdcwatch.reconcile.collector import ReconcileCollector
+    from cdcwatch.reconcile.side import SideError
+
+    class Refused(MemorySide):
+        def describe(self) -> Shape:
+            clock.sleep(0.2)  # a connection attempt takes a while to fail
+            raise SideError("target", "connection refused")
+
+    collector = ReconcileCollector(config(), MemorySide({1: 1}), Refused({1: 1}))
+    try:
+        with pytest.raises(RuntimeError, match="target: connection refused"):
+            collector.collect()
+    finally:
+        collector.close()
+
+
+def test_a_side_that_does_not_answer_times_the_first_scrape_out_within_its_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time as clock
+
+    from cdcwatch.reconcile import collector as module
+
+    answer = threading.Event()
+
+    class Hanging(MemorySide):
+        def describe(self) -> Shape:
+            answer.wait(10)
+            return super().describe()
+
+    monkeypatch.setattr(module, "FIRST_ANSWER_SECONDS", 0.3)
+    collector = module.ReconcileCollector(config(), MemorySide({1: 1}), Hanging({1: 1}))
+    try:
+        started = clock.monotonic()
+        with pytest.raises(TimeoutError, match="the sides did not answer within 0.3s"):
+            collector.collect()
+        assert clock.monotonic() - started < module.SCRAPE_TIMEOUT_SECONDS
+        answer.set()
+        assert collector.collect().families  # up once both answer
+    finally:
+        collector.close()
