@@ -263,9 +263,9 @@ def stage_profile(config: Path, moved: threading.Event) -> None:
     from cdcwatch.config import load_config
     from cdcwatch.exposition import GZIP_LEVEL, LabelBlocks, render_text
     from cdcwatch.kafka.collector import KafkaCollector
-    from cdcwatch.server import GC_THRESHOLDS
+    from cdcwatch.server import tune_interpreter
 
-    gc.set_threshold(*GC_THRESHOLDS)  # as `cdcwatch serve` runs
+    tune_interpreter()  # as `cdcwatch serve` runs
     collector = KafkaCollector(load_config(config).kafka[0])
     spent: dict[str, float] = {}
 
@@ -287,9 +287,8 @@ def stage_profile(config: Path, moved: threading.Event) -> None:
     metered(collector.reader, "read", "broker requests: groups, commits, offsets")
     metered(collector.messages, "read", "broker requests: message timestamps")
     metered(collector.reader, "retention", "retention settings")
-    metered(collector, "_rows", "rows")
-    metered(collector, "_lag_seconds", "lag in seconds")
-    metered(collector, "_statuses", "status")
+    metered(collector, "_rows", "rows: offsets, status, lines")
+    metered(collector, "_lag_seconds", "lag in seconds: ages, retention, lines")
     metered(collector, "_topic_families", "samples: topic series")
     metered(collector, "_group_families", "samples: group series")
 

@@ -88,8 +88,18 @@ class SeriesLine:
         # NaN is never equal; 0.0 and -0.0 are, but print differently
         if value != self.shown or (not value and math.copysign(1.0, value) != math.copysign(1.0, self.shown)):
             self.shown = value
-            self.text = self.text.rpartition(" ")[0] + " " + format_value(float(value)) + "\n"
+            text = self.text
+            self.text = text[:text.rindex(" ") + 1] + format_value(value) + "\n"
         return self.text
+
+    def count(self, value: int) -> None:
+        """`line` of a line that only ever shows ints (an offset, a count, a code): no zero with a sign, and below a
+        million an int prints as the float it equals with ".0" (the bulk of the per-partition lines, every scrape)."""
+        if value != self.shown:
+            self.shown = value
+            text = self.text
+            shown = f"{value}.0" if -1_000_000 < value < 1_000_000 else format_value(value)
+            self.text = text[:text.rindex(" ") + 1] + shown + "\n"
 
 
 Key = tuple[str, ...]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -83,7 +84,8 @@ class GroupState:
     state: str
     members: int
     committed: dict[Partition, int | None] = field(default_factory=dict)
-    """Committed offset per partition the group has committed to; None: the group has no commit there."""
+    """Committed offset per partition the group has committed to, in report order (topic, partition); None: the
+    group has no commit there."""
 
 
 @dataclass(frozen=True)
@@ -268,13 +270,19 @@ class ClusterReader:
             except KafkaException as exc:  # an old broker may not describe a group: the commits still count
                 log.debug("describe group %s: %s", name, exc)
         group = GroupState(name, state, members)
+        committed = group.committed
         for tp in commits.result(timeout=_left(deadline)).topic_partitions:
-            if tp.topic in partitions and tp.error is None:
-                group.committed[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
+            topic = tp.topic
+            if topic in partitions and tp.error is None:
+                offset = tp.offset
+                committed[(topic, tp.partition)] = offset if offset >= 0 else None
         # partitions of a consumed topic without a commit yet: reported, flagged, lag counted from log start
-        for topic in {topic for topic, _ in group.committed} | (assigned & partitions.keys()):
-            for partition in range(partitions[topic]):
-                group.committed.setdefault((topic, partition), None)
+        counts = Counter(topic for topic, _ in committed)
+        for topic in counts.keys() | (assigned & partitions.keys()):
+            if counts[topic] < partitions[topic]:
+                for partition in range(partitions[topic]):
+                    committed.setdefault((topic, partition), None)
+        group.committed = {where: committed[where] for where in sorted(committed)}
         return group
 
     def retention(self, state: ClusterState) -> None:

@@ -19,9 +19,10 @@ import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import groupby
+from itertools import groupby, islice
+from operator import attrgetter
 
 from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.exposition import SeriesLine
@@ -156,7 +157,7 @@ class _GroupPartition:
                  "partition", "position", "runway", "seconds_line", "seconds_method", "server", "stamp", "stamp_at",
                  "status", "status_line", "topic", "used", "window")
 
-    def __init__(self, group: GroupState, topic: str, partition: int) -> None:
+    def __init__(self, group: str, topic: str, partition: int) -> None:
         self.group, self.topic, self.partition = group, topic, partition
         self.committed: int | None = None
         self.lag = 0
@@ -185,15 +186,29 @@ class _GroupPartition:
         self.seconds_method = ""
         self.status_line: SeriesLine | None = None
 
+    def forget_lines(self) -> None:
+        """Drop the rendered lines (the next scrape renders them again), e.g. after a reload changed the labels."""
+        self.lag_line = self.committed_line = self.seconds_line = self.status_line = None
+        self.server = self.seconds_method = ""
 
-_Reported = tuple[GroupState, Partition, int | None]
 
-
-def _report_order(state: ClusterState) -> Iterator[_Reported]:
-    """Each group partition with its commit (None: none), in report order: group, topic, partition."""
+def _reported(state: ClusterState, cap: int) -> Iterator[tuple[GroupState, Iterable[tuple[Partition, int | None]]]]:
+    """Each group with the partitions it reports and their commits (None: none), in report order (group, topic,
+    partition), up to `cap` group partitions in all."""
+    room = cap
     for group in state.groups:
-        for where, committed in sorted(group.committed.items()):
-            yield group, where, committed
+        if room <= 0:
+            return
+        count = len(group.committed)
+        yield group, group.committed.items() if count <= room else islice(group.committed.items(), room)
+        room -= count
+
+
+_UNREAD = (0.0, "")
+"""A message not read (yet)."""
+
+_RUN = attrgetter("group", "topic")
+"""A row's (group, topic): rows come in runs of one group and topic."""
 
 
 class KafkaCollector:
@@ -212,7 +227,8 @@ class KafkaCollector:
         self._fetcher = ThreadPoolExecutor(1, thread_name_prefix=f"cdcwatch-kafka-messages-{cluster.name}")
         """Reads the messages a scrape needs while the scrape goes on with what needs none of them."""
         self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
-        self.kept: dict[tuple[str, str, int], _GroupPartition] = {}
+        self.kept: dict[str, dict[Partition, _GroupPartition]] = {}
+        """Group → partition → the row kept from the previous scrape."""
         self.topic_server: dict[str, str] = {}
         self.dropped = 0
         """Group partitions not reported because of max_partitions, over all scrapes (a counter)."""
@@ -237,6 +253,9 @@ class KafkaCollector:
         windows, the end-offset history lag is interpolated from, the message caches, the topics' servers and
         retention settings (its clients are its own: the replaced collector closes them)."""
         self.history, self.kept, self.topic_server = previous.history, previous.kept, previous.topic_server
+        for kept in self.kept.values():  # the labels or the families on may have changed
+            for row in kept.values():
+                row.forget_lines()
         self.dropped = previous.dropped
         self.messages.timestamps, self.messages.newest = previous.messages.timestamps, previous.messages.newest
         self.messages.reads = previous.messages.reads
@@ -254,23 +273,20 @@ class KafkaCollector:
         state = self.reader.read(deadline)
         for where, end in state.end.items():
             self.history[where].add(state.read_at, end)
-        order = list(_report_order(state))
-        reading = self._fetcher.submit(self.messages.read, self._positions(state, order), self._newest_offsets(state),
+        reading = self._fetcher.submit(self.messages.read, self._positions(state), self._newest_offsets(state),
                                        deadline, state.leaders)
-        # meanwhile (the read is mostly waiting on the broker): what needs no message
-        rows = self._rows(state, order)
-        if self.cluster.status.enabled:
-            self._statuses(rows, state.read_at)
-        self._refresh_lines(rows)
+        # meanwhile (the read is mostly waiting on the broker): all that needs no message, in one pass
+        servers: dict[str, str] = {}
+        rows = self._rows(state, servers)
         found = reading.result()
         newest = self._newest_commit_times(found.newest)
+        self._relabel(rows, servers)
+        self.reader.retention(state)  # the answers that arrived meanwhile
         if self.cluster.lag_seconds:
             self._lag_seconds(rows, state, found.timestamps)
-        self.reader.retention(state)  # the answers that arrived meanwhile
-        self._runway(rows, state)
         builder = FamilyBuilder()
         self._topic_families(builder, state, newest)
-        self._group_families(builder, state, rows)
+        self._group_families(builder, state, rows, servers)
         worst = max((row.lag for row in rows), default=0)
         return Collection(builder.families(), f"{len(state.groups)} groups, {len(rows)} group partitions, max lag {worst}")
 
@@ -290,119 +306,162 @@ class KafkaCollector:
                 times[(topic, partition)] = change.commit_time
         return times
 
-    def _rows(self, state: ClusterState, order: list[_Reported]) -> list[_GroupPartition]:
-        """The group partitions to report, in report order (group, topic, partition), with this scrape's offsets;
-        those that vanished leave no state behind. Beyond `max_partitions` the rest are dropped and counted."""
+    def _rows(self, state: ClusterState, servers: dict[str, str]) -> list[_GroupPartition]:
+        """The group partitions to report, in report order (group, topic, partition), with this scrape's offsets,
+        statuses and the lines that need no message; those that vanished leave no state behind. Beyond
+        `max_partitions` the rest are dropped and counted. `servers` gets the server label of each topic reported.
+
+        One pass over the rows (it runs for every group partition on every scrape): the per-partition lines are
+        made for new rows and updated for kept ones, so that `_partition_series` only gathers them."""
         rows: list[_GroupPartition] = []
-        kept: dict[tuple[str, str, int], _GroupPartition] = {}
-        previous, cap = self.kept, self.cluster.max_partitions
-        start_of, end_of = state.start.get, state.end.get
-        dropped = 0
-        for group, where, committed in order:
-            if len(rows) >= cap:
-                dropped += 1
-                continue
-            topic, partition = where
-            key = (group.name, topic, partition)
-            row = previous.get(key)
-            if row is None:
-                row = _GroupPartition(group, topic, partition)
-            kept[key] = row
-            row.group = group
-            start = start_of(where, 0)
-            row.committed = committed
-            if committed is None:
-                row.position, row.margin = start, None
-            else:
-                row.position, row.margin = committed, committed - start
-            lag = end_of(where, 0) - row.position
-            row.lag = lag if lag > 0 else 0
-            row.lag_seconds = row.runway = row.used = None
-            row.method = ""
-            rows.append(row)
+        kept: dict[str, dict[Partition, _GroupPartition]] = {}
+        previous, no_rows = self.kept, dict[Partition, _GroupPartition]()
+        start_of, end_of, now = state.start.get, state.end.get, state.read_at
+        status = self.cluster.status.enabled
+        size, age = self.cluster.status.window_samples, self.cluster.status.max_sample_age_seconds
+        lines = self.cluster.granularity == "partition"
+        for group, reported in _reported(state, self.cluster.max_partitions):
+            before = previous.get(group.name, no_rows)
+            now_kept = kept[group.name] = {}
+            has_members = group.members > 0
+            for where, committed in reported:
+                row = before.get(where)
+                if row is None:
+                    row = _GroupPartition(group.name, *where)
+                now_kept[where] = row
+                start = start_of(where, 0)
+                row.committed = committed
+                if committed is None:
+                    position = row.position = start
+                    row.margin = None
+                else:
+                    position = row.position = committed
+                    row.margin = committed - start
+                lag = end_of(where, 0) - position
+                if lag < 0:
+                    lag = 0
+                row.lag = lag
+                if status:
+                    window = row.window
+                    if window is None:
+                        window = row.window = StatusWindow(size, age)
+                    if committed is not None:
+                        window.observe(now, committed, lag)
+                    row.status = window.code(has_members)
+                if lines:
+                    if row.lag_line is None:
+                        server = servers.get(row.topic)
+                        if server is None:
+                            server = servers[row.topic] = self._server(row.topic)
+                        self._new_lines(row, server)
+                        continue
+                    row.lag_line.count(lag)
+                    if row.committed_line is not None and committed is not None:
+                        row.committed_line.count(committed)
+                    if row.status_line is not None:
+                        row.status_line.count(row.status)
+            rows += now_kept.values()
+        reported_count = len(rows)
+        dropped = sum(len(group.committed) for group in state.groups) - reported_count
         self.kept = kept
         self.dropped_now = dropped
         self.dropped += dropped
         if dropped and not self._warned_cap:
             log.warning("kafka cluster %s: %d group partitions beyond max_partitions (%d) are not reported; raise "
-                        "max_partitions or narrow groups/topics", self.target, dropped, cap)
+                        "max_partitions or narrow groups/topics", self.target, dropped, self.cluster.max_partitions)
         self._warned_cap = bool(dropped)
+        for row in rows:  # rows kept with lines: their topics' servers too (a topic's rows share one)
+            if row.topic not in servers:
+                servers[row.topic] = row.server if lines else self._server(row.topic)
         return rows
 
-    def _positions(self, state: ClusterState, order: list[_Reported]) -> list[At]:
+    def _new_lines(self, row: _GroupPartition, server: str) -> None:
+        """The row's per-partition lines, rendered for its labels and current values (the lag in seconds is
+        rendered once known)."""
+        names = (*self.common, *_PARTITION)
+        values = (*self.common.values(), row.group, row.topic, str(row.partition))
+        row.server = server
+        row.lag_line = SeriesLine(KAFKA_CONSUMERGROUP_LAG_MESSAGES.name, (*names, "server"), (*values, server))
+        row.lag_line.count(row.lag)
+        row.seconds_line = None
+        if self.cluster.committed_offsets:
+            row.committed_line = SeriesLine(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET.name, names, values)
+            if row.committed is not None:
+                row.committed_line.count(row.committed)
+        if self.cluster.status.enabled:
+            row.status_line = SeriesLine(KAFKA_CONSUMERGROUP_STATUS_CODE.name, names, values)
+            row.status_line.count(row.status)
+
+    def _relabel(self, rows: list[_GroupPartition], servers: dict[str, str]) -> None:
+        """Renders again the lines of the topics whose server became known from their newest message (since `_rows`
+        rendered them)."""
+        changed = {topic for topic, server in servers.items() if self._server(topic) != server}
+        if not changed:
+            return
+        for topic in changed:
+            servers[topic] = self._server(topic)
+        if self.cluster.granularity == "partition":
+            for row in rows:
+                if row.topic in changed:
+                    self._new_lines(row, servers[row.topic])
+
+    def _positions(self, state: ClusterState) -> list[At]:
         """The next message to consume wherever a group lags, in the group partitions `_rows` reports, each once: its
         age is the lag in seconds."""
         if not self.cluster.lag_seconds:
             return []
         start_of, end_of = state.start.get, state.end.get
         wanted: set[At] = set()
-        for _, where, committed in order[:self.cluster.max_partitions]:
-            position = start_of(where, 0) if committed is None else committed
-            if end_of(where, 0) > position:
-                wanted.add((*where, position))
+        for _, reported in _reported(state, self.cluster.max_partitions):
+            for where, committed in reported:
+                position = start_of(where, 0) if committed is None else committed
+                if end_of(where, 0) > position:
+                    wanted.add((*where, position))
         return list(wanted)
 
     def _lag_seconds(self, rows: list[_GroupPartition], state: ClusterState,
                      stamps: dict[At, tuple[float, str] | None]) -> None:
         """The age of the message at each row's position: where the group committed nothing, the first message kept
         (the log start), where its lag in messages counts from too, so that the two always measure the same
-        backlog (both 0 on an empty partition)."""
-        now = state.read_at
+        backlog (both 0 on an empty partition). With it, how close time retention is to that message (where the
+        group committed), and the row's lag in seconds line."""
+        now, retention, history = state.read_at, state.retention, self.history
+        lines = self.cluster.granularity == "partition"
         for row in rows:
+            row.runway = row.used = None
             if row.lag == 0:
-                row.lag_seconds, row.method = 0.0, "timestamp"
-                continue
-            stamp = row.stamp
-            if stamp is None or row.stamp_at != row.position:
-                at = (row.topic, row.partition, row.position)
-                if at not in stamps:
-                    continue  # not read within this scrape's deadline: the next scrape finds it cached
-                stamp = stamps[at]
-                if stamp is None:
-                    written = self.history[(row.topic, row.partition)].written_at(row.position)
-                    if written is not None:
-                        row.lag_seconds, row.method = (now - written if now > written else 0.0), "interpolated"
-                    continue
-                row.stamp, row.stamp_at = stamp, row.position
-            written = stamp[0]
-            row.lag_seconds, row.method = (now - written if now > written else 0.0), stamp[1]
-
-    @staticmethod
-    def _runway(rows: list[_GroupPartition], state: ClusterState) -> None:
-        """How close time retention is to the next message each group will consume (where both are known)."""
-        if not state.retention:
-            return
-        for row in rows:
-            retention = state.retention.get(row.topic)
-            if retention is None or retention.ms is None or row.lag_seconds is None or row.committed is None:
-                continue  # a partition without a commit counts not, as in the margin
-            keep = retention.ms / 1000
-            row.runway = keep - row.lag_seconds
-            if keep > 0:
-                row.used = row.lag_seconds / keep
-
-    def _statuses(self, rows: list[_GroupPartition], now: float) -> None:
-        size, age = self.cluster.status.window_samples, self.cluster.status.max_sample_age_seconds
-        for row in rows:
-            window = row.window
-            if window is None:
-                window = row.window = StatusWindow(size, age)
-            if row.committed is not None:
-                window.observe(now, row.committed, row.lag)
-            row.status = window.code(row.group.members > 0)
-
-    def _refresh_lines(self, rows: list[_GroupPartition]) -> None:
-        """Formats the changed values of the per-partition lines that need no message (committed offset, lag in
-        messages, status), so that `_partition_series` later finds them done."""
-        if self.cluster.granularity != "partition":
-            return
-        for row in rows:
-            if row.lag_line is not None:
-                row.lag_line.line(row.lag)
-            if row.committed_line is not None and row.committed is not None:
-                row.committed_line.line(row.committed)
-            if row.status_line is not None:
-                row.status_line.line(row.status)
+                seconds, method = 0.0, "timestamp"
+            else:
+                stamp = row.stamp
+                if stamp is None or row.stamp_at != row.position:
+                    at = (row.topic, row.partition, row.position)
+                    stamp = stamps.get(at, _UNREAD)
+                    if stamp is None:
+                        written = history[(row.topic, row.partition)].written_at(row.position)
+                        stamp = _UNREAD if written is None else (written, "interpolated")
+                    elif stamp is not _UNREAD:
+                        row.stamp, row.stamp_at = stamp, row.position
+                    if stamp is _UNREAD:  # not read within this scrape's deadline: the next scrape finds it cached
+                        row.lag_seconds, row.method = None, ""
+                        continue
+                written, method = stamp
+                seconds = now - written if now > written else 0.0
+            row.lag_seconds, row.method = seconds, method
+            if row.committed is not None and retention:  # a partition without a commit counts not, as in the margin
+                topic_retention = retention.get(row.topic)
+                if topic_retention is not None and topic_retention.ms is not None:
+                    keep = topic_retention.ms / 1000
+                    row.runway = keep - seconds
+                    if keep > 0:
+                        row.used = seconds / keep
+            if lines:
+                line = row.seconds_line
+                if line is None or row.seconds_method != method:
+                    row.seconds_method = method
+                    line = row.seconds_line = SeriesLine(KAFKA_CONSUMERGROUP_LAG_SECONDS.name, (
+                        *self.common, *_PARTITION, "server", "method"), (
+                        *self.common.values(), row.group, row.topic, str(row.partition), row.server, method))
+                line.line(seconds)
 
     def _server(self, topic: str) -> str:
         for pattern, server in self._server_patterns:
@@ -439,17 +498,17 @@ class KafkaCollector:
                 if times:
                     builder.add_spec(KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS, max(times), self.common, topic=topic, server=server)
 
-    def _group_families(self, builder: FamilyBuilder, state: ClusterState, rows: list[_GroupPartition]) -> None:
+    def _group_families(self, builder: FamilyBuilder, state: ClusterState, rows: list[_GroupPartition],
+                        servers: dict[str, str]) -> None:
         for group in state.groups:
             builder.add_spec(KAFKA_CONSUMERGROUP_MEMBERS, group.members, self.common, group=group.name)
             current = group.state if group.state in GROUP_STATES else "UNKNOWN"
             for name in GROUP_STATES:
                 builder.add_spec(KAFKA_CONSUMERGROUP_STATE, float(name == current), self.common, group=group.name, state=name)
-        servers = {topic: self._server(topic) for topic in {row.topic for row in rows}}
         if self.cluster.granularity == "partition":
-            self._partition_series(builder, rows, servers)
+            self._partition_series(builder, rows)
         status = self.cluster.status.enabled
-        for (group_name, topic), run in groupby(rows, key=lambda r: (r.group.name, r.topic)):
+        for (group_name, topic), run in groupby(rows, key=_RUN):
             members = list(run)
             server = servers[topic]
             builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_LAG_MESSAGES, sum(r.lag for r in members), self.common,
@@ -486,49 +545,26 @@ class KafkaCollector:
         if margins:
             builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_RETENTION_MARGIN_MESSAGES, min(margins), self.common, **where)
 
-    def _partition_series(self, builder: FamilyBuilder, rows: list[_GroupPartition], servers: dict[str, str]) -> None:
+    def _partition_series(self, builder: FamilyBuilder, rows: list[_GroupPartition]) -> None:
         """The per-partition series: tens of thousands on a large cluster, so each group partition keeps its
-        rendered lines from one scrape to the next (RenderedFamily); the status is one coded series per partition
-        (the per-topic status is the full state set)."""
-        base = self.common
-        names, base_values = (*base, *_PARTITION), tuple(base.values())
-        with_server, with_method = (*names, "server"), (*names, "server", "method")
+        rendered lines from one scrape to the next (RenderedFamily), made and updated with its readings; the status is
+        one coded series per partition (the per-topic status is the full state set)."""
+        names = (*self.common, *_PARTITION)
 
         def family(spec: MetricSpec, labels: tuple[str, ...]) -> list[str]:
-            spec.check_labels(labels[len(base):])
+            spec.check_labels(labels[len(self.common):])
             return builder.rendered(spec).lines
 
-        committed_lines = (family(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET, names)
-                           if self.cluster.committed_offsets else None)
-        lag_lines = family(KAFKA_CONSUMERGROUP_LAG_MESSAGES, with_server)
-        seconds_lines = family(KAFKA_CONSUMERGROUP_LAG_SECONDS, with_method)
-        status_lines = (family(KAFKA_CONSUMERGROUP_STATUS_CODE, names)
-                        if self.cluster.status.enabled else None)
-        for row in rows:
-            server = servers[row.topic]
-            if row.lag_line is None or row.server != server:  # new, or its topic's server became known
-                row.server = server
-                values = (*base_values, row.group.name, row.topic, str(row.partition))
-                row.lag_line = SeriesLine(KAFKA_CONSUMERGROUP_LAG_MESSAGES.name, with_server, (*values, server))
-                row.seconds_line = None
-                if committed_lines is not None:
-                    row.committed_line = SeriesLine(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET.name, names, values)
-                if status_lines is not None:
-                    row.status_line = SeriesLine(KAFKA_CONSUMERGROUP_STATUS_CODE.name, names, values)
-        # one pass per family, the lines in row order (each line object is set above wherever its family is on)
-        if committed_lines is not None:
-            committed_lines += [r.committed_line.line(r.committed)  # type: ignore[union-attr]
-                                for r in rows if r.committed is not None]
-        lag_lines += [r.lag_line.line(r.lag) for r in rows]  # type: ignore[union-attr]
-        for row in rows:
-            if row.lag_seconds is not None:
-                if row.seconds_line is None or row.seconds_method != row.method:
-                    row.seconds_method = row.method
-                    row.seconds_line = SeriesLine(KAFKA_CONSUMERGROUP_LAG_SECONDS.name, with_method, (
-                        *base_values, row.group.name, row.topic, str(row.partition), row.server, row.method))
-                seconds_lines.append(row.seconds_line.line(row.lag_seconds))
-        if status_lines is not None:
-            status_lines += [r.status_line.line(r.status) for r in rows]  # type: ignore[union-attr]
+        if self.cluster.committed_offsets:
+            family(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET, names).extend(
+                [r.committed_line.text for r in rows if r.committed is not None])  # type: ignore[union-attr]
+        family(KAFKA_CONSUMERGROUP_LAG_MESSAGES, (*names, "server")).extend(
+            [r.lag_line.text for r in rows])  # type: ignore[union-attr]
+        family(KAFKA_CONSUMERGROUP_LAG_SECONDS, (*names, "server", "method")).extend(
+            [r.seconds_line.text for r in rows if r.lag_seconds is not None])  # type: ignore[union-attr]
+        if self.cluster.status.enabled:
+            family(KAFKA_CONSUMERGROUP_STATUS_CODE, names).extend(
+                [r.status_line.text for r in rows])  # type: ignore[union-attr]
 
     def close(self) -> None:
         self._fetcher.shutdown(wait=True)  # a read under way ends by its scrape's deadline

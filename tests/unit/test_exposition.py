@@ -149,3 +149,14 @@ def test_rendered_families_of_several_targets_merge_into_one_that_renders_as_the
     assert not isinstance(mixed, RenderedFamily)
     assert [s.labels["group"] for s in mixed.samples] == ["a", "c"]
     assert merged([first]) is first
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-10**20, 10**20), st.integers(-2_000_000, 2_000_000),
+                          st.sampled_from([0, -999_999, 999_999, 1_000_000, -1_000_000, 10**16 + 1])), min_size=1))
+def test_a_line_of_ints_shows_what_a_line_of_any_value_shows(values: list[int]) -> None:
+    """`count`, the shortcut for offsets, counts and codes, writes the line `line` writes, through any changes."""
+    counted, general = SeriesLine("cdcwatch_x", ("a",), ("1",)), SeriesLine("cdcwatch_x", ("a",), ("1",))
+    for value in values:
+        counted.count(value)
+        assert counted.text == general.line(value)

@@ -216,7 +216,7 @@ def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypat
     assert [(s["partition"], s["server"]) for s in second] == [("0", "srv"), ("1", "srv")]
     assert [(s["partition"], s["server"], s["method"]) for s in series("cdcwatch_kafka_consumergroup_lag_seconds")] == [
         ("0", "srv", "interpolated")]
-    assert list(collector.kept) == [("g", "t", 0)]
+    assert {group: list(kept) for group, kept in collector.kept.items()} == {"g": [("t", 0)]}
     # and while nothing changes, the same lines (rendered once) serve every scrape
     def lines(name: str) -> list[str]:
         return next(f.lines for f in collector.collect().families if isinstance(f, RenderedFamily) and f.name == name)
@@ -258,6 +258,39 @@ def test_rendered_lines_are_what_prometheus_client_writes_of_the_same_samples(mo
             plain.append(copy)
         assert render_text(_Families(families)) == generate_latest(_Families(plain))
     collector.close()
+
+
+def test_a_collector_that_inherits_at_a_reload_renders_the_lines_with_its_own_labels(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reload keeps the group partitions' status windows, not their lines: the new collector's labels and families
+    (here another static label, and committed offsets turned on) are in every per-partition line."""
+    def read(deadline: float) -> ClusterState:
+        group = GroupState("g", "STABLE", 1, {("t", 0): 5, ("t", 1): 3})
+        return ClusterState({"t": 2}, {("t", 0): 0, ("t", 1): 0}, {("t", 0): 9, ("t", 1): 3}, [group], time.time())
+
+    def messages(stamps: list[At], newest: list[At], deadline: float, leaders: Any = None) -> Lookup:
+        return Lookup({at: (1.0, "timestamp") for at in stamps}, {})
+
+    def collector(env: str, committed_offsets: bool) -> KafkaCollector:
+        made = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1", labels={"env": env},
+                                                 committed_offsets=committed_offsets))
+        monkeypatch.setattr(made.reader, "read", read)
+        monkeypatch.setattr(made.messages, "read", messages)
+        return made
+
+    before = collector("a", committed_offsets=False)
+    before.collect()
+    after = collector("b", committed_offsets=True)
+    after.inherit(before)
+    families = {family.name: family for family in after.collect().families}
+    per_partition = [families[name] for name in ("cdcwatch_kafka_consumergroup_committed_offset",
+                                                 "cdcwatch_kafka_consumergroup_lag_messages",
+                                                 "cdcwatch_kafka_consumergroup_lag_seconds",
+                                                 "cdcwatch_kafka_consumergroup_status_code")]
+    assert [len(family.samples) for family in per_partition] == [2, 2, 2, 2]
+    assert {sample.labels["env"] for family in per_partition for sample in family.samples} == {"b"}
+    before.close()
+    after.close()
 
 
 class _Families:
