@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -277,9 +276,9 @@ class ClusterReader:
                 offset = tp.offset
                 committed[(topic, tp.partition)] = offset if offset >= 0 else None
         # partitions of a consumed topic without a commit yet: reported, flagged, lag counted from log start
-        counts = Counter(topic for topic, _ in committed)
-        for topic in counts.keys() | (assigned & partitions.keys()):
-            if counts[topic] < partitions[topic]:
+        consumed = {topic for topic, _ in committed} | (assigned & partitions.keys())
+        if len(committed) < sum(partitions[topic] for topic in consumed):
+            for topic in consumed:
                 for partition in range(partitions[topic]):
                     committed.setdefault((topic, partition), None)
         group.committed = {where: committed[where] for where in sorted(committed)}
