@@ -186,10 +186,12 @@ class _GroupPartition:
         self.seconds_method = ""
         self.status_line: SeriesLine | None = None
 
-    def forget_lines(self) -> None:
-        """Drop the rendered lines (the next scrape renders them again), e.g. after a reload changed the labels."""
+    def forget_derived(self) -> None:
+        """Drop what was worked out under the previous configuration (a reload may change the labels, or turn families
+        and the lag in seconds on or off): the rendered lines, the lag in seconds and its retention figures."""
         self.lag_line = self.committed_line = self.seconds_line = self.status_line = None
-        self.server = self.seconds_method = ""
+        self.server = self.seconds_method = self.method = ""
+        self.lag_seconds = self.runway = self.used = None
 
 
 def _reported(state: ClusterState, cap: int) -> Iterator[tuple[GroupState, Iterable[tuple[Partition, int | None]]]]:
@@ -253,9 +255,9 @@ class KafkaCollector:
         windows, the end-offset history lag is interpolated from, the message caches, the topics' servers and
         retention settings (its clients are its own: the replaced collector closes them)."""
         self.history, self.kept, self.topic_server = previous.history, previous.kept, previous.topic_server
-        for kept in self.kept.values():  # the labels or the families on may have changed
+        for kept in self.kept.values():
             for row in kept.values():
-                row.forget_lines()
+                row.forget_derived()
         self.dropped = previous.dropped
         self.messages.timestamps, self.messages.newest = previous.messages.timestamps, previous.messages.newest
         self.messages.reads = previous.messages.reads

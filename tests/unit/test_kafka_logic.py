@@ -263,7 +263,8 @@ def test_rendered_lines_are_what_prometheus_client_writes_of_the_same_samples(mo
 def test_a_collector_that_inherits_at_a_reload_renders_the_lines_with_its_own_labels(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A reload keeps the group partitions' status windows, not their lines: the new collector's labels and families
-    (here another static label, and committed offsets turned on) are in every per-partition line."""
+    (here another static label, and committed offsets turned on) are in every per-partition line, and a lag in
+    seconds turned off leaves none behind."""
     def read(deadline: float) -> ClusterState:
         group = GroupState("g", "STABLE", 1, {("t", 0): 5, ("t", 1): 3})
         return ClusterState({"t": 2}, {("t", 0): 0, ("t", 1): 0}, {("t", 0): 9, ("t", 1): 3}, [group], time.time())
@@ -271,9 +272,9 @@ def test_a_collector_that_inherits_at_a_reload_renders_the_lines_with_its_own_la
     def messages(stamps: list[At], newest: list[At], deadline: float, leaders: Any = None) -> Lookup:
         return Lookup({at: (1.0, "timestamp") for at in stamps}, {})
 
-    def collector(env: str, committed_offsets: bool) -> KafkaCollector:
+    def collector(env: str, **settings: Any) -> KafkaCollector:
         made = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1", labels={"env": env},
-                                                 committed_offsets=committed_offsets))
+                                                 **settings))
         monkeypatch.setattr(made.reader, "read", read)
         monkeypatch.setattr(made.messages, "read", messages)
         return made
@@ -289,8 +290,14 @@ def test_a_collector_that_inherits_at_a_reload_renders_the_lines_with_its_own_la
                                                  "cdcwatch_kafka_consumergroup_status_code")]
     assert [len(family.samples) for family in per_partition] == [2, 2, 2, 2]
     assert {sample.labels["env"] for family in per_partition for sample in family.samples} == {"b"}
-    before.close()
-    after.close()
+    # and with the lag in seconds turned off, none of it (nor the retention figures from it) is left over
+    without = collector("b", committed_offsets=True, lag_seconds=False)
+    without.inherit(after)
+    seconds = [sample for family in without.collect().families for sample in family.samples
+               if "seconds" in sample.name or "retention_used" in sample.name]
+    assert seconds == []
+    for made in (before, after, without):
+        made.close()
 
 
 class _Families:
