@@ -281,8 +281,10 @@ class KafkaCollector:
         servers: dict[str, str] = {}
         rows = self._rows(state, servers)
         found = reading.result()
+        known_servers = len(self.topic_server)
         newest = self._newest_commit_times(found.newest)
-        self._relabel(rows, servers)
+        if len(self.topic_server) != known_servers:  # a topic's server became known from its newest message
+            self._relabel(rows, servers)
         self.reader.retention(state)  # the answers that arrived meanwhile
         if self.cluster.lag_seconds:
             self._lag_seconds(rows, state, found.timestamps)
@@ -396,7 +398,7 @@ class KafkaCollector:
 
     def _relabel(self, rows: list[_GroupPartition], servers: dict[str, str]) -> None:
         """Renders again the lines of the topics whose server became known from their newest message (since `_rows`
-        rendered them)."""
+        rendered them); called only then, since it looks at every topic's server again."""
         changed = {topic for topic, server in servers.items() if self._server(topic) != server}
         if not changed:
             return
