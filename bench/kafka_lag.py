@@ -5,7 +5,9 @@ The peer exporters run when their binaries are given; Apache Kafka's own `kafka-
 
 Two phases: offsets static, then moving (a producer writes and every group commits further, once a second, in the
 background, so the caches cannot turn it into a static best case). In each phase the exporters are scraped in turn
-(interleaved, the first of each round rotating), so the machine's noise hits all alike. Printed per exporter and phase:
+(interleaved, the first of each round rotating), so the machine's noise hits all alike, and while one is timed the
+others are paused (SIGSTOP, then SIGCONT), so that one exporter's background work (Burrow reads every commit) does
+not load another's scrape; `--side-by-side` leaves them running. Printed per exporter and phase:
 p50/p95 scrape time, series, bytes (as sent, gzip, and as text), CPU seconds of its process over the phase, and its
 peak RSS. A scrape is timed as Prometheus makes it (gzip, a kept-alive connection, the whole answer read); parsing it
 here is not timed.
@@ -21,7 +23,7 @@ Target: cdcwatch p50 <= 250 ms at partition granularity; with kminion in the run
 and CPU per scrape <= kminion's, and cdcwatch with its defaults p50 <= 1.5 x kminion's.
 
     CDCWATCH_PEERS_BIN=.cdcwatch/peers/bin .venv/bin/python bench/kafka_lag.py [--groups 50] [--partitions 200]
-        [--scrapes 25] [--granularity topic] [--peers-bin DIR] [--no-tool] [--profile]
+        [--scrapes 25] [--granularity topic] [--peers-bin DIR] [--no-tool] [--side-by-side] [--profile]
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ import argparse
 import gc
 import gzip
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,12 +157,14 @@ class Contender:
                 f"{self.name}: the kafka collection failed"
         return values
 
-    def timed_scrape(self, phase: str) -> None:
-        """One scrape timed (the HTTP request and the whole answer, decompressed); its parsing is not timed."""
+    def timed_scrape(self, phase: str, others: list[Contender]) -> None:
+        """One scrape timed (the HTTP request and the whole answer, decompressed), with `others` paused; its parsing
+        is not timed."""
         figures = self.phases.setdefault(phase, Phase())
-        started = time.perf_counter()
-        body = self.fetch()
-        figures.seconds.append(time.perf_counter() - started)
+        with paused(others):
+            started = time.perf_counter()
+            body = self.fetch()
+            figures.seconds.append(time.perf_counter() - started)
         figures.text_bytes, figures.sent_bytes = len(body), self.fetch.sent_bytes
         values = parse(body.decode())
         figures.series = len(values)
@@ -169,16 +175,33 @@ class Contender:
                 value(values, "cdcwatch_scrape_duration_seconds", collector="kafka", target="bench") or 0.0)
 
 
-def run_phase(phase: str, contenders: list[Contender], scrapes: int, extra: Callable[[], object] | None = None,
-              extra_seconds: list[float] | None = None) -> None:
-    """`scrapes` rounds, each scraping every contender once (the first rotating), and `extra` once if given."""
+@contextmanager
+def paused(contenders: list[Contender]) -> Iterator[None]:
+    """The contenders' processes stopped (SIGSTOP) for the block and continued after it, so that one exporter's
+    background work (Burrow reads every commit) does not load another's timed scrape."""
+    stopped: list[int] = []
+    try:
+        for contender in contenders:
+            os.kill(contender.exporter.pid, signal.SIGSTOP)
+            stopped.append(contender.exporter.pid)
+        yield
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+
+
+def run_phase(phase: str, contenders: list[Contender], scrapes: int, side_by_side: bool,
+              extra: Callable[[], object] | None = None, extra_seconds: list[float] | None = None) -> None:
+    """`scrapes` rounds, each scraping every contender once (the first rotating) and running `extra` once if given;
+    unless `side_by_side`, the exporters not being timed are paused meanwhile."""
     before = {c.name: cpu_seconds([c.exporter.pid]) for c in contenders}
     for round_number in range(scrapes):
         shift = round_number % len(contenders)
         for contender in contenders[shift:] + contenders[:shift]:
-            contender.timed_scrape(phase)
+            contender.timed_scrape(phase, [] if side_by_side else [c for c in contenders if c is not contender])
         if extra is not None and extra_seconds is not None:
-            extra_seconds.append(timed(extra))
+            with paused([] if side_by_side else contenders):
+                extra_seconds.append(timed(extra))
     for contender in contenders:
         contender.phases[phase].cpu_seconds = cpu_seconds([contender.exporter.pid]) - before[contender.name]
 
@@ -353,6 +376,9 @@ def main() -> None:
                                             "default: $CDCWATCH_PEERS_BIN; without it cdcwatch runs alone")
     parser.add_argument("--no-tool", action="store_true",
                         help="leave out kafka-consumer-groups --all-groups (a JVM per run) from the moving phase")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="time each scrape with the other exporters running, not paused (Burrow's background reads "
+                             "then load every other exporter's scrapes)")
     parser.add_argument("--profile", action="store_true",
                         help="also print where an in-process collection and its answer spend their time, per stage")
     args = parser.parse_args()
@@ -383,7 +409,8 @@ def main() -> None:
             exporters.append(start_peer(peer, binary, kafka.bootstrap, work))
         contenders = [Contender(e) for e in exporters]
         print(f"{args.groups} groups x {args.partitions} partitions = {args.groups * args.partitions} group partitions, "
-              f"granularity {args.granularity}; exporters: {', '.join(c.name for c in contenders)}")
+              f"granularity {args.granularity}; exporters: {', '.join(c.name for c in contenders)}; "
+              f"{'all running' if args.side_by_side else 'the others paused'} while one is timed")
         print(f"{CDCWATCH_AS_KMINION}: {yaml.safe_dump(AS_KMINION, default_flow_style=True, sort_keys=False, width=200).strip()}")
         for peer in binaries:
             print(f"  {peer.name} {peer.version}")
@@ -399,13 +426,13 @@ def main() -> None:
             for contender in contenders:
                 contender.values()
 
-        run_phase("static", contenders, args.scrapes)
+        run_phase("static", contenders, args.scrapes, args.side_by_side)
         mover = threading.Thread(target=keep_moving, args=(kafka, groups, args.partitions, stop, moved), daemon=True)
         mover.start()
         tool: list[float] = []
         tool_command = kafka.java_command("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
                                           "--bootstrap-server", kafka.bootstrap, "--describe", "--all-groups", heap="512m")
-        run_phase("moving", contenders, args.scrapes,
+        run_phase("moving", contenders, args.scrapes, args.side_by_side,
                   None if args.no_tool else lambda: subprocess.run(tool_command, capture_output=True, check=True,
                                                                    timeout=300),
                   tool)

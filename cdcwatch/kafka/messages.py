@@ -155,6 +155,7 @@ class MessageReader:
                 # timeout, so a pass never waits once its last wanted message is in
                 batch = (self.consumer.consume(num_messages=CONSUME_BATCH, timeout=0)
                          or self.consumer.consume(num_messages=1, timeout=CONSUME_WAIT_SECONDS))
+                done: list[TopicPartition] = []
                 for message in batch:
                     read_topic, read_partition = message.topic(), message.partition()
                     if read_topic is None or read_partition is None:
@@ -166,7 +167,7 @@ class MessageReader:
                     error = message.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
-                            self._done(plan, where)
+                            _done(plan, where, done)
                         continue
                     read_offset = message.offset()
                     if read_offset is None:
@@ -177,9 +178,11 @@ class MessageReader:
                         got[(*where, read_offset)] = message
                         pending.pop(0)
                     if not pending:
-                        self._done(plan, where)
+                        _done(plan, where, done)
                     elif pending[0] - read_offset > SEEK_GAP:
                         self.consumer.seek(TopicPartition(*where, pending[0]))
+                if done:  # no more fetches for them; one call for all, since each call waits for librdkafka's threads
+                    self.consumer.pause(done)
         finally:
             self.consumer.unassign()
         self.reads["broker"] += len(got)
@@ -203,9 +206,11 @@ class MessageReader:
                     pass
         threading.Thread(target=ask, name="cdcwatch-kafka-wake", daemon=True).start()
 
-    def _done(self, plan: dict[tuple[str, int], list[int]], where: tuple[str, int]) -> None:
-        plan.pop(where, None)
-        self.consumer.pause([TopicPartition(*where)])
-
     def close(self) -> None:
         self.consumer.close()
+
+
+def _done(plan: dict[tuple[str, int], list[int]], where: tuple[str, int], done: list[TopicPartition]) -> None:
+    """`where` is read out: off the plan, and among the partitions to pause."""
+    if plan.pop(where, None) is not None:
+        done.append(TopicPartition(*where))
