@@ -118,7 +118,8 @@ def _expected(alert: Alert, config: MixinConfig, case: Case, value: float | None
     labels = {**case.labels, "severity": alert.severity}
     value = case.value if value is None else value
     return [{"exp_labels": labels,
-             "exp_annotations": {k: render_annotation(v, labels, value) for k, v in alert_annotations(alert, config).items()}}]
+             "exp_annotations": {k: render_annotation(v, labels, value, case.queried)
+                                 for k, v in alert_annotations(alert, config).items()}}]
 
 
 def _test(name: str, case: Case, checks: list[dict[str, Any]], key: str = "alert_rule_test") -> dict[str, Any]:

@@ -1,12 +1,13 @@
-"""What Prometheus makes of the annotation templates the rules use: `{{ $labels.x }}` and
-`{{ $value | f }}` with f one of Prometheus' humanize functions (template.go), to write the exact
-annotations `promtool test rules` expects."""
+"""What Prometheus makes of the annotation templates the rules use: `{{ $labels.x }}`,
+`{{ $value | f }}` with f one of Prometheus' humanize functions (template.go), and
+`{{ range ... | query | sortByLabel "x" }}text{{ .Labels.x }}text{{ end }}`, to write the exact annotations
+`promtool test rules` expects."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["FUNCTIONS", "render_annotation"]
 
@@ -70,12 +71,20 @@ FUNCTIONS: dict[str, Callable[[float], str]] = {
     "humanizePercentage": humanize_percentage}
 
 _TEMPLATE = re.compile(r"\{\{ \$(?:labels\.(\w+)|value \| (\w+)) \}\}")
+_QUERIED = re.compile(r'\{\{ range .+? \| query \| sortByLabel "(\w+)" \}\}'
+                      r"([^{}]*)\{\{ \.Labels\.\1 \}\}([^{}]*)\{\{ end \}\}")
 
 
-def render_annotation(text: str, labels: Mapping[str, str], value: float) -> str:
+def render_annotation(text: str, labels: Mapping[str, str], value: float,
+                      queried: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The annotation for an alert of these labels and value, its queries answering `queried` (each label's
+    values, sorted, as the test case expects them)."""
     def replace(match: re.Match[str]) -> str:
         return labels[match.group(1)] if match.group(1) else FUNCTIONS[match.group(2)](value)
-    rendered = _TEMPLATE.sub(replace, text)
+
+    def answer(match: re.Match[str]) -> str:
+        return "".join(f"{match.group(2)}{v}{match.group(3)}" for v in (queried or {})[match.group(1)])
+    rendered = _TEMPLATE.sub(replace, _QUERIED.sub(answer, text))
     if "{{" in rendered:
         raise ValueError(f"unsupported template in {text!r}")
     return rendered

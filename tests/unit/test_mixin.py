@@ -144,9 +144,10 @@ def _series_names(series: dict[str, str]) -> set[str]:
 
 
 def test_quiet_cases_feed_exactly_the_metrics_each_rule_reads() -> None:
-    """So an alert is quiet because of the values, never because an input is missing."""
+    """So an alert is quiet because of the values, never because an input is missing (what it reads: its
+    expression, and the queries of its description, each between backquotes)."""
     for alert in ALERTS:
-        read = _read(alert.expr)
+        read = _read(alert.expr) | _read(" ".join(re.findall(r"`([^`]*)`", alert.description)))
         assert _series_names(alert.quiet.series) == read, alert.name
         assert _series_names(alert.fires.series) <= read, alert.name
 
@@ -183,6 +184,14 @@ def test_thresholds_are_written_exactly() -> None:
 ])
 def test_annotation_templates_render_as_prometheus_does(template: str, value: float, text: str) -> None:
     assert render_annotation(template, {"server": "inventory"}, value) == text
+
+
+@pytest.mark.parametrize("failures, text", [((), "down: x"), (("other", "refused"), "down (other) (refused): x")])
+def test_annotation_queries_render_one_piece_per_answer(failures: tuple[str, ...], text: str) -> None:
+    """An annotation naming what a query answers (promtool checks the rules' own against Prometheus)."""
+    template = ('down{{ range printf `max by (failure) (f{target=%q})` $labels.target | query | sortByLabel "failure" }}'
+                " ({{ .Labels.failure }}){{ end }}: x")
+    assert render_annotation(template, {"target": "connect"}, 0, {"failure": failures}) == text
 
 
 def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:

@@ -18,36 +18,41 @@ _SERVER = f'{EXPORTER},target="connect",server="inventory"'
 
 _WORKER = f'{EXPORTER},collector="connect",target="connect"'
 _WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
+_FAILURES = ("{{ range printf `max by (failure) (cdcwatch_target_failure_info{job=%%q, instance=%%q, target=%%q})` "
+             '$labels.job $labels.instance $labels.target | query | sortByLabel "failure" }} ({{ .Labels.failure }}){{ end }}')
+"""How the worker's collections fail now, as " (refused)": one per kind of failure."""
 
 
 ALERTS = (
     Alert(
         "CdcConnectWorkerDown",
-        """
-        (min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"}) == 0)
-        * on (job, instance, target) group_left (failure)
-        max by (job, instance, target, failure) (cdcwatch_target_failure_info{%(cdcwatch)s, collector="connect"})
-        """,
+        # how the collection fails (refused, timeout, ...) can change within one outage, as when the worker's port
+        # opens before its REST API answers: it is named in the description, not a label, so the alert stays one
+        'min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"}) == 0',
         "critical", "critical",
         "Kafka Connect worker {{ $labels.target }} does not answer",
-        "cdcwatch has not reached {{ $labels.target }} for %(for)s ({{ $labels.failure }}): the "
+        "cdcwatch has not reached {{ $labels.target }} for %(for)s" + _FAILURES + ": the "
         "worker (or its JVM) is down or hangs, so none of its connectors captures anything and their series are "
         "gone. cdcwatch's log names the address and what to check first.",
         fires=Case("the worker dies at 5 minutes (its REST API and JMX unreachable): a page 2 minutes later",
                    {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40",
                     f'cdcwatch_target_failure_info{{{_WORKER},failure="refused"}}': "_x4 1x40",
                     f'cdcwatch_target_failure_info{{{_WORKER_JVM},failure="refused"}}': "_x4 1x40"},
-                   labels=labels_of(EXPORTER, 'target="connect"', 'failure="refused"')),
+                   labels=labels_of(EXPORTER, 'target="connect"'), queried={"failure": ("refused",)}),
         quiet=Case("the worker answers (a failure before, none now)",
                    {f"cdcwatch_up{{{_WORKER}}}": "0 1x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "0 1x40",
                     f'cdcwatch_target_failure_info{{{_WORKER},failure="timeout"}}': "1 _x40"}),
         since="5m",
+        more=(Case("the failure changes during the outage (refused while the worker is gone, then other while it starts "
+                   "and its REST API does not answer yet): the same alert goes on firing",
+                   {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40",
+                    f'cdcwatch_target_failure_info{{{_WORKER},failure="refused"}}': "_x4 1x4 stale",
+                    f'cdcwatch_target_failure_info{{{_WORKER},failure="other"}}': "_x9 1x40",
+                    f'cdcwatch_target_failure_info{{{_WORKER_JVM},failure="refused"}}': "_x4 1x40"},
+                   at="10m", labels=labels_of(EXPORTER, 'target="connect"'), queried={"failure": ("other", "refused")}),),
         # without the REST API, the worker's JMX alone (collected by the debezium collector)
-        shaped=lambda stages: None if "connect_rest" in stages else "" if "debezium" not in stages else """
-        (min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="debezium"}) == 0)
-        * on (job, instance, target) group_left (failure)
-        max by (job, instance, target, failure) (cdcwatch_target_failure_info{%(cdcwatch)s, collector="debezium"})
-        """,
+        shaped=lambda stages: (None if "connect_rest" in stages else "" if "debezium" not in stages
+                               else 'min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="debezium"}) == 0'),
     ),
     Alert(
         "CdcConnectTaskFailed",

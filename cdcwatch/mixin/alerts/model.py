@@ -58,6 +58,9 @@ class Case:
     idle_proven: bool = False
     """The case shows an idle source as idle: where Debezium is deployed, that takes one of `IDLE_PROOFS` (without
     any, a capture without events is stalled), and the case is left out of a deployment without one."""
+    queried: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Of a firing case whose annotations query Prometheus: the values of each label the queries answer, in
+    order (`render_annotation`)."""
     since: str = "0m"
     """Of a firing case standing in for an alert's `fires` (`Alert.fires_otherwise`): the first evaluation at
     which the expression holds."""
