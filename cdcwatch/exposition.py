@@ -10,10 +10,8 @@ every OpenMetrics or escaping-aware request, are left to prometheus_client.
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -23,10 +21,11 @@ from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
+from zlib_ng import zlib_ng
 
 from cdcwatch.families import LabelSet, RenderedFamily, sample_count
 
-__all__ = ["LabelBlocks", "SeriesLine", "label_block", "metrics_app", "render_chunks", "render_text"]
+__all__ = ["LabelBlocks", "SeriesLine", "gzipped", "label_block", "metrics_app", "render_chunks", "render_text"]
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
           "unknown": "untyped", "gauge": "gauge", "histogram": "histogram", "summary": "summary"}
@@ -38,9 +37,10 @@ _NEG_INF = float("-inf")
 # the classic text format's names (a family with other names goes to prometheus_client, which escapes them)
 _LEGACY_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LEGACY_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-GZIP_LEVEL = 3
-"""Measured on 5.9 MB of kafka partition series: level 3 compresses in 15 ms to 250 kB, level 9 (gzip's default,
-and prometheus_client's) in 100 ms to 228 kB."""
+GZIP_LEVEL = 2
+"""zlib-ng's, measured on 5.9 MB of kafka partition series: level 2 compresses in 2.5 ms to 167 KiB, the size
+Python's own zlib reached at level 3 in 12 ms; zlib-ng's level 1 takes another method (221 KiB), level 3 4.4 ms
+for 161 KiB. Level 9 (gzip's default, and prometheus_client's) took Python's zlib 100 ms."""
 
 
 def format_value(value: float) -> str:
@@ -237,9 +237,10 @@ def render_text(registry: Collector, blocks: LabelBlocks | None = None) -> bytes
     return "".join(render_chunks(registry, blocks)).encode("utf-8")
 
 
-def _gzipped(chunks: Iterable[str]) -> bytes:
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # with the gzip header and trailer
-    parts = [compressor.compress(chunk.encode("utf-8")) for chunk in chunks]
+def gzipped(chunks: Iterable[bytes]) -> bytes:
+    """The chunks as one gzip member, compressed with zlib-ng (zlib's format, about five times faster)."""
+    compressor = zlib_ng.compressobj(GZIP_LEVEL, zlib_ng.DEFLATED, 16 + zlib_ng.MAX_WBITS)  # gzip header, trailer
+    parts = [compressor.compress(chunk) for chunk in chunks]
     parts.append(compressor.flush())
     return b"".join(parts)
 
@@ -265,13 +266,13 @@ def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
         headers = [("Content-Type", content_type)]
         compressed = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
         if encoder is generate_latest and compressed:
-            output = _gzipped(render_chunks(source, blocks))
+            output = gzipped(chunk.encode("utf-8") for chunk in render_chunks(source, blocks))
         elif encoder is generate_latest:
             output = render_text(source, blocks)
         else:
             output = encoder(source)
             if compressed:
-                output = gzip.compress(output, compresslevel=GZIP_LEVEL)
+                output = gzipped((output,))
         if compressed:
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)

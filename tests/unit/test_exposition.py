@@ -124,6 +124,8 @@ def test_the_app_negotiates_like_prometheus_client() -> None:
     assert headers["Content-Type"].startswith("application/openmetrics-text") and body.endswith(b"# EOF\n")
     _, headers, body = _get(app, encoding="gzip")
     assert headers["Content-Encoding"] == "gzip" and gzip.decompress(body) == generate_latest(registry)
+    _, headers, body = _get(app, accept="application/openmetrics-text; version=1.0.0", encoding="gzip")
+    assert headers["Content-Encoding"] == "gzip" and gzip.decompress(body).endswith(b"cdcwatch_two 2.0\n# EOF\n")
     _, _, body = _get(app, query="name[]=cdcwatch_two")
     assert body == b"# HELP cdcwatch_two Two.\n# TYPE cdcwatch_two gauge\ncdcwatch_two 2.0\n"
     assert _get(app, method="POST")[0].startswith("405")
