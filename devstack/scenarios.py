@@ -59,6 +59,8 @@ class Scenario:
     """(stage, state) the demo pipeline's freshness state must take while the fault lasts."""
     quiet: tuple[str, ...] = ()
     """Alerts that must neither notify nor be pending once the pipeline flows again after the fault."""
+    inhibited: tuple[str, ...] = ()
+    """Alerts the fault raises too that the scenario's alert inhibits: none of them may notify."""
     check: Callable[[Any], dict[str, Any]] | None = None
     """For a scenario without an alert (`alert` None): run in the demo between inject and recover, it checks what a
     user must see and returns the figures it checked (an AssertionError says what did not hold)."""
@@ -520,7 +522,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "kill -9 the Kafka Connect worker running the Debezium connector, then start it again: the changes "
              "since its last offset flush are re-delivered and counted as duplicates",
              "CdcConnectWorkerDown", {"target": "connect"},
-             kill_connect_between_flushes, lambda stack: stack.connect.start()),
+             kill_connect_between_flushes, lambda stack: stack.connect.start(),
+             inhibited=("CdcwatchTargetDown",)),
     Scenario("source-down", "stop the source PostgreSQL, then start it again",
              "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
              _stop_source, lambda stack: stack.source.start()),
