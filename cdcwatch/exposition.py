@@ -74,22 +74,22 @@ def label_block(names: tuple[str, ...], values: tuple[str, ...]) -> str:
 
 class SeriesLine:
     """One series' sample line, `name{labels} value`, kept with the value it shows: its labels are rendered once
-    (they must be legacy names: a collector's own), its value again only when it changes. Only the line is kept
-    (its labels end at its last space: a value has none), since a large cluster keeps tens of thousands."""
+    (they must be legacy names: a collector's own), its value again only when it changes. Only the line and where
+    its value starts are kept, since a large cluster keeps tens of thousands."""
 
-    __slots__ = ("shown", "text")
+    __slots__ = ("cut", "shown", "text")
 
     def __init__(self, name: str, names: tuple[str, ...], values: tuple[str, ...]) -> None:
         self.shown = math.nan  # never equal: the first value is formatted
         self.text = name + label_block(names, values) + "\n"
+        self.cut = len(self.text) - 1  # the value follows the labels' space
 
     def line(self, value: float) -> str:
         """The line showing `value` (an int is shown as the float it equals, as prometheus_client shows it)."""
         # NaN is never equal; 0.0 and -0.0 are, but print differently
         if value != self.shown or (not value and math.copysign(1.0, value) != math.copysign(1.0, self.shown)):
             self.shown = value
-            text = self.text
-            self.text = text[:text.rindex(" ") + 1] + format_value(value) + "\n"
+            self.text = self.text[:self.cut] + format_value(value) + "\n"
         return self.text
 
     def count(self, value: int) -> None:
@@ -97,9 +97,8 @@ class SeriesLine:
         million an int prints as the float it equals with ".0" (the bulk of the per-partition lines, every scrape)."""
         if value != self.shown:
             self.shown = value
-            text = self.text
             shown = f"{value}.0" if -1_000_000 < value < 1_000_000 else format_value(value)
-            self.text = text[:text.rindex(" ") + 1] + shown + "\n"
+            self.text = self.text[:self.cut] + shown + "\n"
 
 
 Key = tuple[str, ...]
