@@ -138,6 +138,8 @@ class Reconciler:
         self.last_pass_end: float | None = None
         self.last_pass_seconds: float | None = None
         self.prepared = False
+        self.asking: str | None = None
+        """The side whose catalog `prepare` is reading (None: neither): the one a scrape names while it waits."""
         self.overflow_said = False
         self._lock = threading.Lock()
 
@@ -166,10 +168,13 @@ class Reconciler:
     # --- set-up -----------------------------------------------------------------------------------------------------
     def prepare(self) -> None:
         """Read both catalogs; compare on the key and the columns both sides have (less `exclude_columns`)."""
+        self.asking = "source"
         source_shape = self.sides["source"].describe()
         if source_shape is None:
             raise SideError("source", "the source must be a table")
+        self.asking = "target"
         target_shape = self.sides["target"].describe()
+        self.asking = None
         key_name = self.config.key or source_shape.key
         if key_name is None:
             raise SideError("source", f"{self.config.source.table} has no single-column primary key: set `key`")
