@@ -11,7 +11,9 @@ _DRIVER = SPARK.split(",query")[0]
 ALERTS = (
     Alert(
         "CdcwatchTargetDown",
-        'cdcwatch_up{%(cdcwatch)s, collector!="connect"} == 0',
+        # a worker's JVM (its `debezium` entry named as its `connect` entry) fails with the worker: one page,
+        # CdcConnectWorkerDown's; in the expression, since that alert may fire an evaluation later than this one
+        '(cdcwatch_up{%(cdcwatch)s, collector!="connect"} == 0) unless on (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"} == 0)',  # noqa: E501
         "warning", "critical",
         "cdcwatch cannot reach {{ $labels.target }} ({{ $labels.collector }})",
         "The {{ $labels.collector }} collection from {{ $labels.target }} has failed for %(for)s; cdcwatch's log "
@@ -22,7 +24,16 @@ ALERTS = (
         quiet=Case("collected", {f'cdcwatch_up{{{EXPORTER},collector="kafka",target="main"}}': "1x40"}),
         more=(Case("a Kafka Connect worker: CdcConnectWorkerDown pages instead",
                    {f'cdcwatch_up{{{EXPORTER},collector="connect",target="connect"}}': "0x40"},
-                   needs=frozenset({"connect_rest"})),),
+                   needs=frozenset({"connect_rest"})),
+              Case("the JMX of a worker that does not answer either: CdcConnectWorkerDown pages instead",
+                   {f'cdcwatch_up{{{EXPORTER},collector="connect",target="connect"}}': "1 0x40",
+                    f'cdcwatch_up{{{EXPORTER},collector="debezium",target="connect"}}': "0x40"},
+                   needs=frozenset({"connect_rest"})),
+              Case("the JMX of a worker whose REST API answers",
+                   {f'cdcwatch_up{{{EXPORTER},collector="connect",target="connect"}}': "1x40",
+                    f'cdcwatch_up{{{EXPORTER},collector="debezium",target="connect"}}': "0x40"},
+                   labels=labels_of(EXPORTER, 'collector="debezium",target="connect"'),
+                   needs=frozenset({"connect_rest"}))),
         shaped=lambda stages: (None if "connect_rest" in stages
                                else 'cdcwatch_up{%(cdcwatch)s, collector!="debezium"} == 0' if "debezium" in stages
                                else "cdcwatch_up{%(cdcwatch)s} == 0"),
