@@ -382,6 +382,11 @@ class ReconcileSideConfig(StrictModel):
 
     _host = field_validator("host")(lambda value: value if value.startswith("/") else _check_host(value))
 
+    @property
+    def server_port(self) -> int:
+        """`port`, or the engine's default."""
+        return self.port or (5432 if self.engine == "postgres" else 3306)
+
     @model_validator(mode="after")
     def _shape(self) -> ReconcileSideConfig:
         if self.format == "apply":

@@ -251,7 +251,7 @@ class DemoStack:
         self.config_file = base / "cdcwatch.yml"
         self.config_file.write_text(exporter_config(
             listen=listen(self.port),
-            # named as its `connect` entry: when the worker dies, CdcConnectWorkerDown inhibits this CdcwatchTargetDown
+            # named as its `connect` entry: when the worker dies, CdcConnectWorkerDown pages for both
             debezium=[jmx_target("connect", self.connect.jmx_port, timeout_seconds=2)],
             kafka=[kafka_cluster("broker", self.broker.bootstrap, timeout_seconds=2,
                                  status={"window_samples": STATUS_WINDOW_SAMPLES})],

@@ -60,7 +60,7 @@ class Scenario:
     quiet: tuple[str, ...] = ()
     """Alerts that must neither notify nor be pending once the pipeline flows again after the fault."""
     inhibited: tuple[str, ...] = ()
-    """Alerts the fault raises too that the scenario's alert inhibits: none of them may notify."""
+    """Alerts the fault would raise too that must not notify: the scenario's alert speaks for them."""
     check: Callable[[Any], dict[str, Any]] | None = None
     """For a scenario without an alert (`alert` None): run in the demo between inject and recover, it checks what a
     user must see and returns the figures it checked (an AssertionError says what did not hold)."""

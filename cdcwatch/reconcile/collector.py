@@ -156,9 +156,8 @@ class ReconcileCollector:
         if not self._first_answer.wait(FIRST_ANSWER_SECONDS):
             side = self.reconciler.asking or "source"
             settings = self.config.source if side == "source" else self.config.target
-            port = settings.port or (5432 if settings.engine == "postgres" else 3306)
-            raise TimeoutError(f"the {side} ({settings.engine} at {settings.host}:{port}) has not answered within "
-                               f"{FIRST_ANSWER_SECONDS:g}s: the comparison is still connecting to it")
+            raise TimeoutError(f"the {side} ({settings.engine} at {settings.host}:{settings.server_port}) has not answered "
+                               f"within {FIRST_ANSWER_SECONDS:g}s: the comparison is still connecting to it")
         if self.error is not None:
             raise RuntimeError(self.error)
         state = self.reconciler.state()

@@ -50,7 +50,7 @@ class MysqlTableSide:
             c = self.config
             timeout = c.statement_timeout_seconds
             connection = pymysql.connect(
-                host=c.host, port=c.port or 3306, user=c.user,
+                host=c.host, port=c.server_port, user=c.user,
                 password=c.password.get_secret_value() if c.password else "",
                 ssl={"ca": c.ssl_ca} if c.ssl_ca else None, connect_timeout=max(timeout, 1),
                 read_timeout=timeout + 5, write_timeout=timeout + 5, autocommit=True, charset="utf8mb4")

@@ -58,7 +58,7 @@ class _PostgresSide:
             c = self.config
             timeout_ms = int(c.statement_timeout_seconds * 1000)
             self._connection = psycopg.connect(
-                host=c.host, port=c.port or 5432, dbname=c.dbname, user=c.user,
+                host=c.host, port=c.server_port, dbname=c.dbname, user=c.user,
                 password=c.password.get_secret_value() if c.password else None, sslmode=c.sslmode,
                 sslrootcert=c.sslrootcert, sslcert=c.sslcert, sslkey=c.sslkey,
                 connect_timeout=max(int(c.statement_timeout_seconds), 1),
