@@ -105,7 +105,7 @@ class Fault:
     """Needs the broker in a network namespace."""
 
 
-_CONNECT = (("CdcConnectWorkerDown", {}),)
+_CONNECT: tuple[tuple[str, dict[str, str]], ...] = (("CdcConnectWorkerDown", {}),)
 _KAFKA = (("CdcwatchTargetDown", {"collector": "kafka"}),)
 _SPARK: tuple[tuple[str, dict[str, str]], ...] = (("CdcwatchEndpointDown", {"job": "cdcwatch-spark"}), ("CdcSparkDriverAbsent", {}),
           ("CdcSparkQueryFailed", {}))
