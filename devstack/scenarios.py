@@ -59,8 +59,8 @@ class Scenario:
     """(stage, state) the demo pipeline's freshness state must take while the fault lasts."""
     quiet: tuple[str, ...] = ()
     """Alerts that must neither notify nor be pending once the pipeline flows again after the fault."""
-    inhibited: tuple[str, ...] = ()
-    """Alerts the fault would raise too that must not notify: the scenario's alert speaks for them."""
+    covered: tuple[str, ...] = ()
+    """Alerts the fault would raise too that must not notify: the scenario's alert covers them."""
     check: Callable[[Any], dict[str, Any]] | None = None
     """For a scenario without an alert (`alert` None): run in the demo between inject and recover, it checks what a
     user must see and returns the figures it checked (an AssertionError says what did not hold)."""
@@ -523,7 +523,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "since its last offset flush are re-delivered and counted as duplicates",
              "CdcConnectWorkerDown", {"target": "connect"},
              kill_connect_between_flushes, lambda stack: stack.connect.start(),
-             inhibited=("CdcwatchTargetDown",)),
+             covered=("CdcwatchTargetDown",)),
     Scenario("source-down", "stop the source PostgreSQL, then start it again",
              "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
              _stop_source, lambda stack: stack.source.start()),
