@@ -433,3 +433,30 @@ def test_every_rule_expression_is_one_literal_block_of_its_area_file(config: str
             assert f'"{name}"' in source, f"{name} is not named in {areas[group['name']].name}"
             assert any(textwrap.indent(rule["expr"], " " * n) in filled for n in range(0, 41, 2)), (
                 f"{name}: its expression is not written in {areas[group['name']].name} as the rule file has it")
+
+
+def test_debezium_on_mysql_alone_reads_a_source_that_writes_nothing_as_idle(tmp_path: Path) -> None:
+    """With Debezium and a MySQL or MariaDB source but neither PostgreSQL, Kafka nor Spark, the only proof that a
+    capture without events is idle is a binlog the source has not written to: without it, 10 quiet minutes page."""
+    stages = {stage: stage in ("debezium", "connect_rest", "connect_jmx", "mysql") for stage in STAGES}
+    config = MixinConfig.model_validate({"stages": stages})
+    (tmp_path / Path(RULES_FILE).name).write_text(rules_yaml(config))
+    events = 'cdcwatch_debezium_events_seen_total{job="cdcwatch",instance="exporter:10121",target="connect",' \
+             'plugin="mysql",server="inventory",context="streaming"}'
+    binlog = 'job="cdcwatch",instance="exporter:10121",target="maria",server="inventory"'
+
+    def test(why: str, position: str, fires: bool) -> dict[str, Any]:
+        series = [{"series": events, "values": "500x40"},
+                  {"series": f"cdcwatch_mysql_binlog_write_file_number{{{binlog}}}", "values": "7x40"},
+                  {"series": f"cdcwatch_mysql_binlog_write_position_bytes{{{binlog}}}", "values": position}]
+        firing = ('ALERTS{alertname="CdcPipelineStalled",alertstate="firing",server="inventory",severity="critical",'
+                  'stage="capture",state="stalled"}')
+        return {"name": why, "interval": "1m", "input_series": series, "promql_expr_test": [
+            {"expr": 'ALERTS{alertname="CdcPipelineStalled"}', "eval_time": "30m",
+             "exp_samples": [{"labels": firing, "value": 1}] if fires else []}]}
+
+    (tmp_path / "test.yml").write_text(yaml.safe_dump({"rule_files": [Path(RULES_FILE).name], "tests": [
+        test("no event, the binlog still: idle", "4096x40", fires=False),
+        test("no event while the source writes its binlog: stalled", "4096+4096x40", fires=True)]}))
+    tested = subprocess.run([tool("promtool"), "test", "rules", str(tmp_path / "test.yml")], capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr

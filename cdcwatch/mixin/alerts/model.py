@@ -26,9 +26,9 @@ rule's own `expr`, "" when the deployment has nothing to compute."""
 
 __all__ = ["IDLE_PROOFS", "Alert", "Case", "Group", "Recording", "labels_of", "promql"]
 
-IDLE_PROOFS = frozenset({"postgres", "kafka", "spark"})
+IDLE_PROOFS = frozenset({"postgres", "mysql", "kafka", "spark"})
 """Stages whose series can prove a capture without events idle (`server:cdcwatch_capture_idle_proof:bool`: the
-slot keeping up with the WAL, a heartbeat through Kafka or the apply job)."""
+slot keeping up with the WAL, a binlog the source has not written to, a heartbeat through Kafka or the apply job)."""
 
 
 def promql(block: str) -> str:

@@ -6,9 +6,9 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
 
 - `capture` (source → connector): moving while Debezium's events-seen counters rise; stalled when they do
   not while the replication slot's unconfirmed WAL grows (the source writes); idle when
-  `server:cdcwatch_capture_idle_proof:bool` proves it: the slot keeps up with the WAL position, or a heartbeat
-  (TiCDC: a WATERMARK) passed through Kafka or the whole pipeline recently (one rule per proof, from the stage
-  it comes from).
+  `server:cdcwatch_capture_idle_proof:bool` proves it: the slot keeps up with the WAL position, the MySQL or
+  MariaDB source has not written to its binlog, or a heartbeat (TiCDC: a WATERMARK) passed through Kafka or the
+  whole pipeline recently (one rule per proof, from the stage it comes from).
 - `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics
   (`server:cdcwatch_kafka_consumergroup_committed_offset:increase`); stalled when they do not while messages
   wait; idle when every group is at the end offsets.
@@ -31,8 +31,8 @@ are left out.
 
 from dataclasses import replace
 
-from cdcwatch.mixin.alerts.examples import DBZ, SLOT, SPARK, TOPIC
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording
+from cdcwatch.mixin.alerts.examples import DBZ, EXPORTER, SLOT, SPARK, TOPIC
+from cdcwatch.mixin.alerts.model import IDLE_PROOFS, Alert, Case, Group, Recording
 
 __all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
 
@@ -52,6 +52,8 @@ _COMMITTED = "cdcwatch_kafka_consumergroup_committed_offset"
 _GROUP_LAG = "cdcwatch_kafka_consumergroup_topic_lag_messages"
 _GROUP_LAG_SECONDS = "cdcwatch_kafka_consumergroup_topic_lag_seconds"
 _KAFKA_NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
+_BINLOG_FILE = "cdcwatch_mysql_binlog_write_file_number"
+_BINLOG_POSITION = "cdcwatch_mysql_binlog_write_position_bytes"
 
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
@@ -60,6 +62,7 @@ _NO_SERVER_DBZ = DBZ.replace('server="inventory"', 'server=""')
 _NO_SERVER_TOPIC = TOPIC.replace('server="inventory"', 'server=""')
 _HEARTBEAT_TOPIC = TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
 _HEARTBEAT_PARTITION = _HEARTBEAT_TOPIC + ',partition="0"'
+_BINLOG = f'{EXPORTER},target="maria",server="inventory"'
 _NEEDS = {"capture": frozenset({"debezium"}), "consume": frozenset({"kafka"}), "apply": frozenset({"spark"}),
           "pipeline": frozenset()}
 HEALTHY: dict[str, str] = {
@@ -74,6 +77,8 @@ HEALTHY: dict[str, str] = {
     f"{_NEWEST}{{{_Q}}}": "0+60x40",
     f"{_HEARTBEAT}{{{_Q}}}": "0+60x40",
     f"{_KAFKA_NEWEST}{{{_HEARTBEAT_PARTITION}}}": "0+60x40",
+    f"{_BINLOG_FILE}{{{_BINLOG}}}": "7x40",
+    f"{_BINLOG_POSITION}{{{_BINLOG}}}": "4096+4096x40",
 }
 """Changes flowing: 60 a minute through every stage, a few seconds behind; Debezium's heartbeats in Kafka."""
 
@@ -94,8 +99,9 @@ _IDLE_SOURCE = dict(
     cdcwatch_debezium_events_seen_total="500x40", cdcwatch_debezium_lag_behind_source_seconds="120x40",
     cdcwatch_kafka_consumergroup_committed_offset="1000x40", cdcwatch_kafka_consumergroup_topic_lag_messages="0x40",
     cdcwatch_kafka_consumergroup_topic_lag_seconds="0x40", cdcwatch_spark_changes_total="1000x40",
-    cdcwatch_spark_apply_lag_seconds="300x40", cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40")
-"""Nothing to capture: every lag reading frozen at its last (high) value; heartbeats keep coming."""
+    cdcwatch_spark_apply_lag_seconds="300x40", cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
+    cdcwatch_mysql_binlog_write_position_bytes="4096x40")
+"""Nothing to capture: every lag reading frozen at its last (high) value; heartbeats keep coming; the binlog still."""
 
 
 def _state(why: str, stage: str, state: str, **changes: str) -> Case:
@@ -126,7 +132,7 @@ def _capture_without_postgres(stages: frozenset[str]) -> str | None:
     """Without PostgreSQL, no stall from the slot's WAL; without any idle proof, no idle either."""
     if "postgres" in stages:
         return None
-    if {"kafka", "spark"} & stages:
+    if IDLE_PROOFS & stages:
         return """
             (
               (
@@ -201,6 +207,20 @@ RECORDINGS = (
               _proof("spark_heartbeat", "the apply job applied a heartbeat a minute ago", {f"{_HEARTBEAT}{{{_Q}}}": "0+60x19"}, 1),
               pipeline=True, match=("server", "proof"), labels={"proof": "spark_heartbeat"},
               more=(_proof("spark_heartbeat", "the newest heartbeat applied 20 minutes ago", {f"{_HEARTBEAT}{{{_Q}}}": "0x40"}, 0),)),
+    Recording("server:cdcwatch_capture_idle_proof:bool", """
+        max by (server) (
+          changes(cdcwatch_mysql_binlog_write_file_number{%(cdcwatch)s, server!=""}[%(freshness_window)s])
+          + changes(cdcwatch_mysql_binlog_write_position_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])
+          + (count_over_time(cdcwatch_mysql_binlog_write_position_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s]) < bool 2)
+        ) == bool 0
+        """,
+              _proof("binlog", "the source's binlog has not moved", {f"{_BINLOG_FILE}{{{_BINLOG}}}": "7x40",
+                                                                    f"{_BINLOG_POSITION}{{{_BINLOG}}}": "4096x40"}, 1),
+              pipeline=True, match=("server", "proof"), labels={"proof": "binlog"},
+              more=(_proof("binlog", "the source writes its binlog", {f"{_BINLOG_FILE}{{{_BINLOG}}}": "7x40",
+                                                                      f"{_BINLOG_POSITION}{{{_BINLOG}}}": "4096+4096x40"}, 0),
+                    _proof("binlog", "the source rotated its binlog: the position went back, the file number up",
+                           {f"{_BINLOG_FILE}{{{_BINLOG}}}": "7x17 8x23", f"{_BINLOG_POSITION}{{{_BINLOG}}}": "9000x17 4x23"}, 0))),
     # capture
     Recording("server_stage:cdcwatch_freshness:code", """
         (
