@@ -29,13 +29,16 @@ class CdcMetricsListener(StreamingQueryListener):
     """Records query starts, progress (with the cdcwatch observation) and terminations."""
 
     def __init__(self, metrics: SparkMetrics | None = None, pushgateway: str | None = None,
-                 push_job: str = PUSH_JOB) -> None:
+                 push_job: str = PUSH_JOB, push_instance: str | None = None) -> None:
         self.metrics = metrics or SparkMetrics()
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.metrics)
         self._names: dict[str, str] = {}
         self._pushgateway = pushgateway
         self._push_job = push_job
+        self._push_group = {"instance": push_instance} if push_instance else {}
+        """The Pushgateway group besides the job: each push replaces its whole group, so the drivers of two
+        applications pushing under one job alone would replace each other's metrics."""
         self._push_pending = threading.Event()
         if pushgateway:
             threading.Thread(target=self._pusher, args=(pushgateway,), name="cdcwatch-push", daemon=True).start()
@@ -46,8 +49,10 @@ class CdcMetricsListener(StreamingQueryListener):
                push_job: str = PUSH_JOB) -> CdcMetricsListener:
         """A listener added to `spark.streams`, serving /metrics on address:port when a port is given (by default
         on every interface, so Prometheus can scrape the driver from another host; "127.0.0.1" or the driver's
-        own address restricts it), and pushing to `pushgateway` (host:port or URL) under `push_job` when given."""
-        listener = cls(metrics, pushgateway, push_job)
+        own address restricts it), and pushing to `pushgateway` (host:port or URL) when given, under `push_job` and
+        the application's name (`spark.app.name`) as `instance`."""
+        conf = getattr(spark, "conf", None)
+        listener = cls(metrics, pushgateway, push_job, conf.get("spark.app.name", None) if conf is not None else None)
         if port is not None:
             start_http_server(port, addr=address, registry=listener.registry)
         spark.streams.addListener(listener)
@@ -88,6 +93,7 @@ class CdcMetricsListener(StreamingQueryListener):
             self._push_pending.wait()
             self._push_pending.clear()
             try:
-                push_to_gateway(gateway, job=self._push_job, registry=self.registry, timeout=5)
+                push_to_gateway(gateway, job=self._push_job, grouping_key=self._push_group, registry=self.registry,
+                                timeout=5)
             except Exception as exc:  # the next progress pushes again
                 log.warning("push to %s failed: %s", gateway, exc)

@@ -16,11 +16,12 @@ pytestmark = pytest.mark.spark  # needs pyspark (the spark extra)
 
 
 class Session:
-    """What attach() uses of a SparkSession: `streams.addListener`."""
+    """What attach() uses of a SparkSession: `streams.addListener`, and `conf` for the application's name."""
 
-    def __init__(self) -> None:
+    def __init__(self, app: str = "shop-apply") -> None:
         self.added: list[object] = []
         self.streams = SimpleNamespace(addListener=self.added.append)
+        self.conf = SimpleNamespace(get=lambda key, default=None: {"spark.app.name": app}.get(key, default))
 
 
 def test_by_default_metrics_listen_on_every_interface() -> None:
@@ -84,6 +85,19 @@ def test_pushes_go_under_the_job_the_rules_select(gateway) -> None:
     listener = CdcMetricsListener.attach(Session(), pushgateway=gateway)
     listener.onQueryStarted(SimpleNamespace(id="q-1", name="apply"))
     method, path, body = wait_for(lambda: Gateway.pushes and Gateway.pushes[-1], 10, "a push")
-    assert (method, path) == ("PUT", f"/metrics/job/{selected.group(1)}")
+    assert (method, path) == ("PUT", f"/metrics/job/{selected.group(1)}/instance/shop-apply")
     assert 'cdcwatch_spark_query_state{query="apply",state="active"} 1.0' in body
+
+
+def test_two_applications_push_to_groups_of_their_own(gateway) -> None:
+    """A push replaces its whole group: under the job alone, one application's pushes would drop the other's."""
+    from spark_listeners import CdcMetricsListener
+
+    for app in ("orders-apply", "shop-apply"):
+        listener = CdcMetricsListener.attach(Session(app), pushgateway=gateway)
+        listener.onQueryStarted(SimpleNamespace(id=f"q-{app}", name="apply"))
+        wait_for(lambda app=app: any(path.endswith(f"/instance/{app}") for _, path, _ in Gateway.pushes), 10,
+                 f"a push of {app}")
+    assert {path for _, path, _ in Gateway.pushes} == {"/metrics/job/cdcwatch-spark/instance/orders-apply",
+                                                       "/metrics/job/cdcwatch-spark/instance/shop-apply"}
 
