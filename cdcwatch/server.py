@@ -305,8 +305,7 @@ class Service:
 GC_THRESHOLDS = (10_000, 10, 10)
 """The cyclic garbage collector's thresholds while serving (Python's default: 700, 10, 10), for the work done between
 scrapes (a scrape pauses the collector: GcPause). At the default, a large scrape (41,000 series) set off one or two
-full collections, 50–130 ms each. Memory is freed by reference counting either
-way; only cycles wait longer."""
+full collections, 50–130 ms each. Memory is freed by reference counting either way; only cycles wait longer."""
 
 
 class GcPause:
@@ -315,8 +314,8 @@ class GcPause:
     A scrape allocates tens of thousands of short-lived objects (a large Kafka cluster's commits, rows, label sets),
     none of them in a cycle: reference counting frees them all, and the collections they set off (two or three per
     scrape of 10,000 group partitions, about 10 ms of its CPU) find nothing to free. A cycle made meanwhile waits
-    for the first collection after the answers are written. Concurrent answers share one pause; a collector someone else turned off
-    stays off."""
+    for the first collection after the answers are written. Concurrent answers share one pause; a collector
+    someone else turned off stays off."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
