@@ -21,6 +21,7 @@ import yaml
 from cdcwatch.cli import main
 from cdcwatch.mixin import RULES_FILE, RULES_TEST_FILE, MixinConfig, load_mixin_config, render_files
 from cdcwatch.mixin.alerts import ALERTS, GROUPS, RECORDING_RULES
+from cdcwatch.mixin.alerts.examples import EXPORTER, JVM
 from cdcwatch.mixin.config import exact
 from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
 from cdcwatch.mixin.generate import rules_yaml
@@ -441,9 +442,8 @@ def test_debezium_on_mysql_alone_reads_a_source_that_writes_nothing_as_idle(tmp_
     stages = {stage: stage in ("debezium", "connect_rest", "connect_jmx", "mysql") for stage in STAGES}
     config = MixinConfig.model_validate({"stages": stages})
     (tmp_path / Path(RULES_FILE).name).write_text(rules_yaml(config))
-    events = 'cdcwatch_debezium_events_seen_total{job="cdcwatch",instance="exporter:10121",target="connect",' \
-             'plugin="mysql",server="inventory",context="streaming"}'
-    binlog = 'job="cdcwatch",instance="exporter:10121",target="maria",server="inventory"'
+    events = f'cdcwatch_debezium_events_seen_total{{{JVM},plugin="mysql",server="inventory",context="streaming"}}'
+    binlog = f'{EXPORTER},target="maria",server="inventory"'
 
     def test(why: str, position: str, fires: bool) -> dict[str, Any]:
         series = [{"series": events, "values": "500x40"},
