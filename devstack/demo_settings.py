@@ -34,9 +34,10 @@ SCRAPE_INTERVAL = "3s"
 """Prometheus scrape and evaluation interval (and scrape timeout); every collector's deadline stays below it."""
 RECONCILE_PAIR = "customers"
 """The demo's reconciled table pair (cdcwatch's `reconcile` collector on public.customers)."""
-RECONCILE_SETTLE_SECONDS = 4
+RECONCILE_SETTLE_SECONDS = 10
 RECONCILE_CONFIRM_RECHECKS = 2
-"""A differing row counts as diverged after 2 re-checks 4 s apart (the demo's pipeline lags a few seconds)."""
+"""A differing row counts as diverged after 2 re-checks 10 s apart: longer than the demo pipeline takes to apply a
+change (3-6 s), so its freshness gate stays open while the pipeline flows."""
 QUIET_EVALUATIONS = 5
 """Rule evaluations in a row without a pending or firing alert before the demo says it is ready."""
 CATCH_UP_SECONDS = 300

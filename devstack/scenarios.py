@@ -55,6 +55,9 @@ class Scenario:
     recover: Callable[[Any], None]
     settle_seconds: float = 0.0
     """How long the fault must last before the alert's condition can hold (a status window, lag building up)."""
+    late_seconds: Callable[[str], float] | None = None
+    """What the alert may take beyond its floor for a reason the scenario measures (given Prometheus' URL, read at
+    the injection): the floor is the earliest the condition can hold, not the latest."""
     states: tuple[tuple[str, str], ...] = ()
     """(stage, state) the demo pipeline's freshness state must take while the fault lasts."""
     quiet: tuple[str, ...] = ()
@@ -493,6 +496,10 @@ def _drift(stack: Any) -> float:
     applied = _DRIFT_TARGET.format(_row_keys(-1, -2))
     wait_for(lambda: stack.target.sql(f"SELECT count(*) FROM {applied} AND NOT deleted") == "2", 120,
              "rows -1 and -2 applied to the target")
+    # the pipeline has caught up after the previous scenario: re-checks count again (the freshness gate is open)
+    wait_for(lambda: _query(stack.prometheus.url,
+                            f'min(cdcwatch_reconcile_freshness_gate_open{{target="{RECONCILE_PAIR}"}})') == 1, 180,
+             "the reconciliation's freshness gate to be open", interval=1)
     where = "table_id = 'postgres.public.customers' AND row_key = "
     stack.target.sql(f"DELETE FROM cdcwatch_apply.rows WHERE {where}{_row_keys(-1)};"
                      "UPDATE cdcwatch_apply.rows SET row = jsonb_set(row, '{name}', '\"changed behind the pipeline\"') "
@@ -500,6 +507,15 @@ def _drift(stack: Any) -> float:
                      "INSERT INTO cdcwatch_apply.rows (table_id, row_key, row, position, deleted) VALUES "
                      f"('postgres.public.customers', {_row_keys(-3)}, '{{\"id\": -3, \"name\": \"extra\"}}', '0', false)")
     return time.time()
+
+
+def _drift_late_seconds(prometheus: str) -> float:
+    """Beyond the confirmation's floor (its re-checks), a divergence written now is first found by the pass under way or
+    the next one, and each re-check counts once the pipeline has applied what the source committed after it (the
+    freshness gate): two passes, the pause between them and the pipeline's freshness, as Prometheus last saw them."""
+    passes = _query(prometheus, f'max(cdcwatch_reconcile_pass_duration_seconds{{target="{RECONCILE_PAIR}"}})') or 0.0
+    freshness = _query(prometheus, f'max(cdcwatch_spark_freshness_seconds{{server="{SERVER}"}})') or 0.0
+    return 2 * passes + 1 + freshness
 
 
 def _repair_drift(stack: Any) -> None:
@@ -554,7 +570,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "the source never had inserted; the reconcile collector must report one row of each kind, then the rows "
              "are repaired and the alert resolves",
              "CdcReconcileTargetDiverged", {"target": RECONCILE_PAIR}, _drift, _repair_drift,
-             settle_seconds=float(RECONCILE_SETTLE_SECONDS * RECONCILE_CONFIRM_RECHECKS)),
+             settle_seconds=float(RECONCILE_SETTLE_SECONDS * RECONCILE_CONFIRM_RECHECKS), late_seconds=_drift_late_seconds),
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),
@@ -701,6 +717,8 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     log = Path(info["alerts_log"])
     since = time.time()
     injected = _post(info["control"], f"/inject/{name}")
+    if scenario.late_seconds is not None:
+        report.latest_seconds += scenario.late_seconds(info["prometheus"])
     say(f"  injected at {time.strftime('%H:%M:%S', time.localtime(injected))}; waiting for {scenario.alert} (floor {floor:.0f}s) ...")
     fired = wait_for(lambda: _matching(_notifications(log, since), scenario, "firing"), fire_timeout,
                      f"the {scenario.alert} notification", interval=0.5)

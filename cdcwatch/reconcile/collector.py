@@ -17,7 +17,7 @@ import time
 from cdcwatch.config import ReconcileConfig, ReconcileSideConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.reconcile.compare import KINDS, Reconciler, Stopped
-from cdcwatch.reconcile.freshness import FreshnessReader
+from cdcwatch.reconcile.freshness import REFRESH_SECONDS, FreshnessReader
 from cdcwatch.reconcile.mysql_side import MysqlTableSide
 from cdcwatch.reconcile.postgres_side import ApplyRowsSide, PostgresTableSide
 from cdcwatch.reconcile.side import Side, SideError
@@ -56,6 +56,20 @@ RECONCILE_LAST_PASS_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_reconcile_last_pass
 RECONCILE_PASS_DURATION_SECONDS = MetricSpec("cdcwatch_reconcile_pass_duration_seconds", "gauge", (
     "How long the last full pass took: with settle_seconds × confirm_rechecks, how long a divergence can go "
     "unreported."))
+RECONCILE_FRESHNESS_GATE_OPEN = MetricSpec("cdcwatch_reconcile_freshness_gate_open", "gauge", (
+    "1 while a re-check falling due counts: the target is known (freshness_url) to hold every change committed at "
+    "the source up to settle_seconds ago, or no freshness_url is set; 0 while the pipeline is not known to be that "
+    "far (behind, stalled, nothing applied lately, its freshness unreadable): differing rows then stay suspects, "
+    "none is confirmed."))
+RECONCILE_FRESHNESS_READABLE = MetricSpec("cdcwatch_reconcile_freshness_readable", "gauge", (
+    "With freshness_url: 1 if its last read gave the source commit time the target is applied through, 0 if it "
+    "failed (unreachable, timed out, no matching series); absent before the first read ends."))
+RECONCILE_APPLIED_THROUGH_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_reconcile_applied_through_timestamp_seconds", "gauge", (
+    "With freshness_url: the source commit time up to which the target is known to hold every change (the newest "
+    "applied change's); absent without a reading of the last 30 s."))
+RECONCILE_RECHECKS_HELD_TOTAL = MetricSpec("cdcwatch_reconcile_rechecks_held_total", "counter", (
+    "Re-checks of a row still differing, neither side changed, that did not count because the pipeline was not "
+    "known to have applied the source's row yet (the freshness gate closed): they neither confirm nor start over."))
 RECONCILE_METRICS = metric_specs(
     RECONCILE_ROWS_DIVERGED,
     RECONCILE_ROWS_SUSPECT,
@@ -65,6 +79,10 @@ RECONCILE_METRICS = metric_specs(
     RECONCILE_ROWS_PER_SECOND_BUDGET,
     RECONCILE_LAST_PASS_TIMESTAMP_SECONDS,
     RECONCILE_PASS_DURATION_SECONDS,
+    RECONCILE_FRESHNESS_GATE_OPEN,
+    RECONCILE_FRESHNESS_READABLE,
+    RECONCILE_APPLIED_THROUGH_TIMESTAMP_SECONDS,
+    RECONCILE_RECHECKS_HELD_TOTAL,
 )
 
 
@@ -93,12 +111,16 @@ class ReconcileCollector:
         self.config = config
         self.target = config.name
         self._stop = threading.Event()
-        freshness = (FreshnessReader(config.name, config.freshness_url, config.freshness_metric, config.freshness_labels)
-                     if config.freshness_url else None)
+        # read about four times per settle_seconds (once a second at most, every 15 s at least): readings that recent
+        # delay a confirmation by little, and many pairs on one listener do not crowd it
+        self.freshness = (FreshnessReader(config.name, config.freshness_url, config.freshness_metric,
+                                          config.freshness_labels,
+                                          refresh=min(max(config.settle_seconds / 4, REFRESH_SECONDS), 15.0))
+                          if config.freshness_url else None)
         self.reconciler = Reconciler(config, source or make_side("source", config.source, config.source),
                                      target or make_side("target", config.target, config.source), self._stop.wait)
-        if freshness is not None:
-            self.reconciler.applied_through = freshness.applied_through
+        if self.freshness is not None:
+            self.reconciler.applied_through = self.freshness.applied_through
         self.reconciler.both_answered = self._answered
         self.error: str | None = None
         self._first_answer = threading.Event()
@@ -177,11 +199,19 @@ class ReconcileCollector:
         if state.last_pass_end is not None and state.last_pass_seconds is not None:
             builder.add_spec(RECONCILE_LAST_PASS_TIMESTAMP_SECONDS, state.last_pass_end, common)
             builder.add_spec(RECONCILE_PASS_DURATION_SECONDS, state.last_pass_seconds, common)
+        builder.add_spec(RECONCILE_FRESHNESS_GATE_OPEN, float(state.gate_open), common)
+        builder.add_spec(RECONCILE_RECHECKS_HELD_TOTAL, state.rechecks_held, common)
+        if self.freshness is not None:
+            if self.freshness.readable is not None:
+                builder.add_spec(RECONCILE_FRESHNESS_READABLE, float(self.freshness.readable), common)
+            if state.applied_through is not None:
+                builder.add_spec(RECONCILE_APPLIED_THROUGH_TIMESTAMP_SECONDS, state.applied_through, common)
         diverged = sum(state.diverged.values())
+        gate = "" if state.gate_open else "; freshness gate closed: nothing is confirmed"
         if state.chunks_checked == 0 and state.last_pass_end is None:
-            return Collection(builder.families(), "comparison started: no chunk compared yet")
+            return Collection(builder.families(), f"comparison started: no chunk compared yet{gate}")
         return Collection(builder.families(), f"{diverged} rows diverged, {state.suspects} suspect, "
-                                              f"{state.chunks_checked} chunks checked")
+                                              f"{state.chunks_checked} chunks checked{gate}")
 
     def inherit(self, previous: ReconcileCollector) -> None:
         """Carry on the comparison of the collector this one replaces at a reload: its counters, its suspects with
@@ -190,6 +220,8 @@ class ReconcileCollector:
 
     def close(self) -> None:
         self._stop.set()
+        if self.freshness is not None:
+            self.freshness.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
         for side in self.reconciler.sides.values():

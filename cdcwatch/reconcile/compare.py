@@ -10,10 +10,16 @@ Such a row is only a *suspect*: on a moving pipeline it may simply not have been
 **diverged** once it still differs in `confirm_rechecks` re-checks in a row with neither side's row changed between
 them. A row the source keeps changing is in flight and never confirmed; a row both sides leave alone for
 `settle_seconds × confirm_rechecks` while they disagree is a divergence a pipeline with less lag than that would
-have repaired. Re-deliveries (a replay after a crash) change the target and are settled the same way. Where the
-pipeline's freshness is measured (`freshness_url`), a re-check counts only once the target is known to hold every
-change committed before the previous check (`applied_through`), so a stalled or lagging pipeline delays the
-confirmation instead of raising a false one.
+have repaired. Re-deliveries (a replay after a crash) change the target and are settled the same way.
+
+Where the pipeline's progress is measured (`freshness_url`), a re-check counts only once the target is known to hold
+every change committed at the source up to the moment the source was read at the first check that found the two rows
+as they are now (`Suspect.since`): the source row, unchanged since, was committed before then, so a target that still
+differs is not waiting for it. `applied_through` is a source commit time (never a heartbeat's: see `freshness`), read
+*before* the check's reads: a reading taken after the target's read could count a change applied in between, which
+that read did not see. The moment compared with stays put while the rows do not change, so a pipeline lagging by more
+than `settle_seconds` delays the confirmation (re-checks held back, `rechecks_held`) instead of preventing it, and a
+stalled one delays it for as long as it stalls, without ever raising a false one.
 
 Every read is paid for from the side's row budget before the next read of that side.
 """
@@ -88,8 +94,10 @@ class Suspect:
     """Wall-clock time it was first found differing."""
     checked: float
     """Monotonic time of the last check."""
-    checked_wall: float
-    """Wall-clock time of the last check (what the pipeline's freshness is compared with)."""
+    since: float
+    """Wall-clock time just after the source was read at the first check that found these two rows (source_hash,
+    target_hash): the source row was committed before then. A re-check counts once the pipeline has applied every
+    change committed up to this moment (`applied_through`)."""
     rechecks: int = 0
     """Re-checks in a row it still differed in, neither side changed."""
     confirmed: bool = False
@@ -106,6 +114,14 @@ class State:
     rows_read: dict[str, int]
     last_pass_end: float | None
     last_pass_seconds: float | None
+    rechecks_held: int = 0
+    """Re-checks of rows still differing, neither side changed, that did not count: the pipeline was not known to
+    have applied the source's row yet."""
+    applied_through: float | None = None
+    """Source commit time up to which the target is known to hold every change (None: unknown; inf: not measured)."""
+    gate_open: bool = True
+    """Whether a re-check falling due now counts: the target is known to hold every change committed up to
+    `settle_seconds` ago."""
 
 
 @dataclass
@@ -130,9 +146,11 @@ class Reconciler:
         self.both_answered: Callable[[], None] = lambda: None
         """Called whenever both sides have answered (a chunk compared, suspects re-read, a pass ended)."""
         self.applied_through = applied_through
-        """Wall-clock time up to which the target holds every source change (None: unknown, so no re-check counts)."""
+        """Source commit time up to which the target holds every source change (None: unknown, so no re-check counts).
+        Never waits long: it is asked before every round of re-checks and by every scrape."""
         self.suspects: dict[Key, Suspect] = {}
         self.chunks_checked = 0
+        self.rechecks_held = 0
         self.rows_read_before = {"source": 0, "target": 0}
         """Rows read by the collector this one replaced at a reload (counters carry on)."""
         self.last_pass_end: float | None = None
@@ -159,11 +177,13 @@ class Reconciler:
         self.both_answered()
         return both
 
-    def _hashes(self, keys: Sequence[Key]) -> tuple[dict[Key, int], dict[Key, int]]:
-        both = (self._read("source", lambda: self.sides["source"].row_hashes(keys)),
-                self._read("target", lambda: self.sides["target"].row_hashes(keys)))
+    def _hashes(self, keys: Sequence[Key]) -> tuple[dict[Key, int], dict[Key, int], float]:
+        """Both sides' row hashes of `keys`, and the wall-clock time just after the source's were read."""
+        source = self._read("source", lambda: self.sides["source"].row_hashes(keys))
+        source_read = self.wall()
+        target = self._read("target", lambda: self.sides["target"].row_hashes(keys))
         self.both_answered()
-        return both
+        return source, target, source_read
 
     # --- set-up -----------------------------------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -235,11 +255,11 @@ class Reconciler:
 
     def _narrow(self, keys: Sequence[Key]) -> None:
         if len(keys) <= LEAF_KEYS:
-            source, target = self._hashes(keys)
+            source, target, source_read = self._hashes(keys)
             for key in keys:
                 kind = classify(source.get(key), target.get(key))
                 if kind is not None:
-                    self._suspect(key, kind, source.get(key), target.get(key))
+                    self._suspect(key, kind, source.get(key), target.get(key), source_read)
             return
         middle = len(keys) // 2
         for half in (keys[:middle], keys[middle:]):
@@ -247,7 +267,8 @@ class Reconciler:
             if source_digest != target_digest:
                 self._narrow(half)
 
-    def _suspect(self, key: Key, kind: Kind, source_hash: int | None, target_hash: int | None) -> None:
+    def _suspect(self, key: Key, kind: Kind, source_hash: int | None, target_hash: int | None,
+                 source_read: float) -> None:
         with self._lock:
             if key in self.suspects:
                 return  # already being re-checked
@@ -257,7 +278,7 @@ class Reconciler:
                                 self.name, self.config.max_suspects)
                     self.overflow_said = True
                 return
-            self.suspects[key] = Suspect(key, kind, source_hash, target_hash, self.wall(), self.clock(), self.wall())
+            self.suspects[key] = Suspect(key, kind, source_hash, target_hash, self.wall(), self.clock(), source_read)
 
     # --- confirmation -----------------------------------------------------------------------------------------------
     def recheck_due(self) -> None:
@@ -266,20 +287,21 @@ class Reconciler:
         with self._lock:
             due = [s.key for s in self.suspects.values() if now - s.checked >= self.config.settle_seconds]
         if not due:
+            self.applied_through()  # keeps the pipeline's reading fresh for the gate (and the scrape) meanwhile
             return
-        through = self.applied_through()
         for start in range(0, len(due), self.config.chunk_rows):
             keys = due[start:start + self.config.chunk_rows]
-            source, target = self._hashes(keys)
-            checked, checked_wall = self.clock(), self.wall()
+            through = self.applied_through()  # before the reads: what the target held by then, it holds at its read
+            source, target, source_read = self._hashes(keys)
+            checked = self.clock()
             with self._lock:
                 for key in keys:
                     suspect = self.suspects[key]
-                    self._recheck(suspect, source.get(key), target.get(key),
-                                  through is not None and through >= suspect.checked_wall)
-                    suspect.checked, suspect.checked_wall = checked, checked_wall
+                    self._recheck(suspect, source.get(key), target.get(key), through, source_read)
+                    suspect.checked = checked
 
-    def _recheck(self, suspect: Suspect, source_hash: int | None, target_hash: int | None, caught_up: bool) -> None:
+    def _recheck(self, suspect: Suspect, source_hash: int | None, target_hash: int | None, through: float | None,
+                 source_read: float) -> None:
         kind = classify(source_hash, target_hash)
         if kind is None:
             if suspect.confirmed:
@@ -288,10 +310,12 @@ class Reconciler:
             return
         if (source_hash, target_hash) != (suspect.source_hash, suspect.target_hash):  # a side changed: in flight
             suspect.kind, suspect.source_hash, suspect.target_hash = kind, source_hash, target_hash
-            suspect.rechecks, suspect.confirmed = 0, False
-        elif caught_up:  # else the pipeline may still be delivering what the source had at the previous check
+            suspect.rechecks, suspect.confirmed, suspect.since = 0, False, source_read
+        elif through is not None and through >= suspect.since:
             suspect.rechecks += 1
             suspect.confirmed = suspect.confirmed or suspect.rechecks >= self.config.confirm_rechecks
+        else:  # the pipeline may still be delivering the source's row: the re-check neither counts nor starts over
+            self.rechecks_held += 1
 
     def _log_confirmed(self) -> None:
         """The confirmed divergences' key range per kind and their first keys, for the on-call to find the rows."""
@@ -316,10 +340,13 @@ class Reconciler:
             self.suspects = suspects
             self.overflow_said = overflow_said
             self.chunks_checked = state.chunks_checked
+            self.rechecks_held = state.rechecks_held
             self.rows_read_before = dict(state.rows_read)
             self.last_pass_end, self.last_pass_seconds = state.last_pass_end, state.last_pass_seconds
 
     def state(self) -> State:
+        through = self.applied_through()
+        gate_open = through is not None and through >= self.wall() - self.config.settle_seconds
         with self._lock:
             confirmed = [s for s in self.suspects.values() if s.confirmed]
             return State(
@@ -328,4 +355,5 @@ class Reconciler:
                 oldest_divergence=min((s.first_seen for s in confirmed), default=None),
                 chunks_checked=self.chunks_checked,
                 rows_read={side: self.rows_read_before[side] + reader.rows_read for side, reader in self.sides.items()},
-                last_pass_end=self.last_pass_end, last_pass_seconds=self.last_pass_seconds)
+                last_pass_end=self.last_pass_end, last_pass_seconds=self.last_pass_seconds,
+                rechecks_held=self.rechecks_held, applied_through=through, gate_open=gate_open)

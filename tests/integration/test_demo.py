@@ -44,7 +44,13 @@ def start_demo(workdir: Path) -> tuple[subprocess.Popen, dict, Path]:
             raise StackError(f"the demo exited with {process.returncode}:\n{log.read_text()[-3000:]}")  # ends the wait
         return "firing:" in log.read_text().partition("ready:")[2]  # ready, and its first status line printed
 
-    wait_for(ready, 400, "the demo to be ready", interval=1)
+    try:
+        wait_for(ready, 400, "the demo to be ready", interval=1)
+    except BaseException:  # a demo that never got ready must not run on beside the next one (nor hold its ports)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(120)
+        raise
     return process, json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text()), log
 
 

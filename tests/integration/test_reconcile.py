@@ -38,7 +38,8 @@ KINDS = ("missing", "extra", "different")
 
 class Applier:
     """The reference apply target fed from a connector's events file, in order, every `interval` seconds; reports
-    the pipeline's freshness as the apply job's listener does (age of the newest applied change or heartbeat)."""
+    the pipeline's freshness as the apply job's listener does: the age of the newest applied change or heartbeat, and
+    the source commit time of the newest applied change (what the reconciliation's freshness gate reads)."""
 
     def __init__(self, dsn: str, schema: str, events_file: Path, interval: float = 0.3) -> None:
         self.target = PostgresTarget(dsn, schema)
@@ -47,6 +48,8 @@ class Applier:
         self.done = 0
         self.batch = 0
         self.newest = 0.0
+        self.newest_change = 0.0
+        self.errors: list[BaseException] = []
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -55,8 +58,10 @@ class Applier:
 
         class Metrics(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                body = (f"cdcwatch_spark_freshness_seconds{{query=\"it\"}} {max(time.time() - applier.newest, 0):.3f}\n"
-                        if applier.newest else "").encode()
+                body = ((f"cdcwatch_spark_freshness_seconds{{query=\"it\"}} {max(time.time() - applier.newest, 0):.3f}\n"
+                         if applier.newest else "")
+                        + (f"cdcwatch_spark_newest_applied_change_timestamp_seconds{{query=\"it\"}} "
+                           f"{applier.newest_change!r}\n" if applier.newest_change else "")).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.end_headers()
@@ -84,12 +89,9 @@ class Applier:
 
     def _step(self, replay: int) -> None:
         lines = self._lines()
-        rows, newest = [], self.newest
+        rows, newest, newest_change = [], self.newest, self.newest_change
         for offset, line in enumerate(lines[max(self.done - replay, 0):], max(self.done - replay, 0)):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # the line a kill -9 cut short: never delivered
+            record = json.loads(line)  # (the engine cuts a line a kill -9 left unfinished before it writes again)
             event = decode(record["key"], record["value"], record["destination"])
             if event.kind is Kind.HEARTBEAT and event.emitted_time_ns:
                 newest = max(newest, event.emitted_time_ns / 1e9)
@@ -100,16 +102,20 @@ class Applier:
                              "after": json.dumps(event.after, separators=(",", ":"), sort_keys=True)
                              if event.after is not None else None, "commit_time": event.commit_time,
                              **dict.fromkeys(STAGE_COLUMNS)})
-                newest = max(newest, event.commit_time or 0.0)
+                newest_change = max(newest_change, event.commit_time or 0.0)
         if rows:
             self.batch += 1
             self.target.stage(self.batch, rows)
             self.target.merge(self.batch)
-        self.done, self.newest = len(lines), newest
+        self.done, self.newest_change, self.newest = len(lines), newest_change, max(newest, newest_change)
 
     def _run(self) -> None:
         while not self.stopping.wait(self.interval):
-            self.step()
+            try:
+                self.step()
+            except Exception as exc:  # reported by the test
+                self.errors.append(exc)
+                return
 
     def stop(self) -> None:
         self.stopping.set()
@@ -208,6 +214,7 @@ def test_postgres_to_apply_target_no_false_alarm_under_replay_then_exact_counts(
             values = serve.scrape()
             assert value(values, "cdcwatch_up", collector="reconcile", target="items") == 1
             assert diverged(values, "items") == dict.fromkeys(KINDS, 0.0), "a divergence reported under live traffic"
+            assert not applier.errors, applier.errors
             suspects_seen = max(suspects_seen, value(values, "cdcwatch_reconcile_rows_suspect", target="items") or 0)
             elapsed = time.time() - started
             if elapsed > 6 and connector.alive() and not restarter.is_alive() and not restarted:
@@ -235,6 +242,7 @@ def test_postgres_to_apply_target_no_false_alarm_under_replay_then_exact_counts(
         neighbours_stop.set()
         runner.join(10)
         assert not errors, errors
+        assert not applier.errors, applier.errors
         log = serve.log.read_text(encoding="utf-8")
         assert "2 rows diverged (missing in the target), keys 10..11" in log
         assert "1 rows diverged (extra in the target), keys 100000..100000" in log

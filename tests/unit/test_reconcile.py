@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from cdcwatch.config import ReconcileConfig
 from cdcwatch.reconcile.compare import LEAF_KEYS, Budget, Reconciler, classify
+from cdcwatch.reconcile.freshness import FreshnessReader
 from cdcwatch.reconcile.image import Column
 from cdcwatch.reconcile.side import Digest, Key, Shape
 
@@ -140,26 +141,219 @@ def test_a_suspect_is_not_rechecked_before_it_settled() -> None:
 
 
 @pytest.mark.parametrize("applied_through", [None, 0.0])
-def test_a_recheck_counts_only_once_the_pipeline_caught_up_with_the_previous_check(applied_through: float | None) -> None:
+def test_a_recheck_counts_only_once_the_pipeline_applied_what_the_source_held_when_the_rows_were_found(
+        applied_through: float | None) -> None:
     clock = Clock()
     through: list[float | None] = [applied_through]
-    r = Reconciler(config(), MemorySide({1: 1}), MemorySide({}), lambda seconds: False, clock, clock,  # type: ignore[arg-type]
+    r = Reconciler(config(), MemorySide({1: 1}), MemorySide({}), lambda seconds: False, clock, clock,
                    applied_through=lambda: through[0])
-    r.run_pass()
+    r.run_pass()  # found at 1000: the source's row was committed before then
     for _ in range(4):
         clock.now += 10
         r.recheck_due()
-    assert r.suspects[1].rechecks == 0  # the pipeline's freshness unknown, or behind the first check
-    through[0] = clock.now  # caught up with this moment, the time of the previous check at the next
+    assert r.suspects[1].rechecks == 0 and r.rechecks_held == 4  # the pipeline's freshness unknown, or behind
+    assert not r.state().gate_open
+    through[0] = 999.0  # applied up to just before the source was read: the row may still be on its way
     clock.now += 10
     r.recheck_due()
+    assert r.suspects[1].rechecks == 0 and r.rechecks_held == 5
+    through[0] = 1000.0  # applied up to the moment the source was read
     clock.now += 10
     r.recheck_due()
-    assert r.suspects[1].rechecks == 1  # the second needs the pipeline past the check just made
-    through[0] = clock.now
+    assert r.suspects[1].rechecks == 1
+    clock.now += 10
+    r.recheck_due()  # the moment compared with stays put: the pipeline, 70 s behind now, need not catch up again
+    assert r.suspects[1].confirmed and r.rechecks_held == 5
+    through[0] = clock.now - 10
+    assert r.state().gate_open  # applied through settle_seconds ago: a re-check falling due now counts
+
+
+class Listener:
+    """The apply job's listener as the gate reads it: the newest applied change's source commit time, and a freshness
+    that counts the newest applied heartbeat too (`spark_listeners.metrics`)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.newest_change: float | None = None
+        self.newest_heartbeat: float | None = None
+        self.down = False
+
+    def change(self, commit_time: float) -> None:
+        self.newest_change = max(self.newest_change or 0.0, commit_time)
+
+    def heartbeat(self, emitted: float) -> None:
+        self.newest_heartbeat = max(self.newest_heartbeat or 0.0, emitted)
+
+    def page(self, url: str, timeout: float) -> str:
+        if self.down:
+            raise TimeoutError("timed out")
+        labels = '{query="apply",server="shop"}'
+        stamps = [s for s in (self.newest_change, self.newest_heartbeat) if s is not None]
+        lines = [f"cdcwatch_spark_freshness_seconds{labels} {max(self.clock.now - max(stamps), 0.0)}"] if stamps else []
+        if self.newest_change is not None:
+            lines.append(f"cdcwatch_spark_newest_applied_change_timestamp_seconds{labels} {self.newest_change}")
+        return "".join(f"{line}\n" for line in lines)
+
+
+def reader(listener: Listener, clock: Clock, metric: str = "cdcwatch_spark_freshness_seconds",
+           fetch: Callable[[str, float], str] | None = None,
+           spawn: Callable[[Callable[[], None]], None] | None = None) -> FreshnessReader:
+    """A reader of `listener` whose reads run at once, on the caller's thread, unless `spawn` says otherwise."""
+    return FreshnessReader("t", "http://listener:4041/metrics", metric, {"server": "shop"}, clock=clock, wall=clock,
+                           fetch=fetch or listener.page, spawn=spawn or (lambda read: read()))
+
+
+def test_a_heartbeat_ahead_of_undelivered_changes_never_confirms_a_divergence() -> None:
+    """After a restart the connector streams its backlog, committed seconds ago, and emits heartbeats stamped with
+    its clock between those changes: the listener's freshness reads 0 while a change committed before the check is
+    still to come. The gate must wait for the change's source commit time, not the beat's."""
+    clock = Clock()
+    source: dict[Key, int] = {1: 10, 2: 20}
+    target: dict[Key, int] = {1: 10, 2: 20}
+    listener = Listener(clock)
+    listener.change(990.0)  # the pipeline applied everything committed up to 990
+    r = Reconciler(config(), MemorySide(source), MemorySide(target), lambda seconds: False, clock, clock,
+                   applied_through=reader(listener, clock).applied_through)
+    source[1] = 11  # committed at 1000, while the connector is down
+    clock.now = 1001.0
+    r.run_pass()  # row 1 found different: its change is in the backlog
+    assert kinds(r, confirmed=False) == {1: "different"}
+    for _ in range(3):  # the restarted connector emits beats, stamped now, ahead of the backlog it streams
+        clock.now += 10
+        listener.heartbeat(clock.now - 0.5)
+        r.recheck_due()
+        assert r.state().diverged == dict.fromkeys(("missing", "extra", "different"), 0), "confirmed on a beat"
+    assert r.rechecks_held == 3 and not r.state().gate_open
+    target[1] = 11  # the backlog reaches row 1's change
+    listener.change(1000.0)
     clock.now += 10
     r.recheck_due()
-    assert r.suspects[1].confirmed
+    assert r.suspects == {}
+
+
+def test_the_pipeline_read_after_the_target_never_counts_a_recheck() -> None:
+    """A reading taken after the check read the target could count a change applied in between, which that read did
+    not see: the gate reads the pipeline before the check's reads."""
+    clock = Clock()
+    source: dict[Key, int] = {1: 11}
+    target: dict[Key, int] = {1: 10}
+    applied: list[float] = [990.0]
+
+    class Delivering(MemorySide):
+        """Just after the check read the target, the pipeline applies a batch: row 1's change (committed at 999) and
+        a change of another table committed at 1005."""
+
+        def row_hashes(self, keys: Sequence[Key]) -> dict[Key, int]:
+            found = super().row_hashes(keys)
+            if clock.now > 1000:
+                target[1], applied[0] = 11, 1005.0
+            return found
+
+    r = Reconciler(config(confirm_rechecks=1), MemorySide(source), Delivering(target), lambda seconds: False,
+                   clock, clock, applied_through=lambda: applied[0])
+    r.run_pass()
+    clock.now += 10
+    r.recheck_due()
+    assert not any(s.confirmed for s in r.suspects.values())
+    clock.now += 10
+    r.recheck_due()
+    assert r.suspects == {}
+
+
+def test_a_pipeline_lagging_longer_than_settle_delays_the_confirmation_without_preventing_it() -> None:
+    """The pipeline 15 s behind, re-checks 10 s apart: each re-check's own moment is never caught up with, the moment
+    the rows were found is, 15 s later."""
+    clock = Clock()
+    r = Reconciler(config(), MemorySide({1: 1}), MemorySide({}), lambda seconds: False, clock, clock,
+                   applied_through=lambda: clock.now - 15)
+    r.run_pass()
+    clock.now += 10
+    r.recheck_due()
+    assert r.suspects[1].rechecks == 0 and r.rechecks_held == 1
+    for _ in range(2):
+        clock.now += 10
+        r.recheck_due()
+    assert r.suspects[1].confirmed and r.state().diverged["missing"] == 1
+    assert not r.state().gate_open  # 15 s behind, settle_seconds 10: a row found now waits longer than its settle
+
+
+def test_the_freshness_is_read_off_the_comparisons_thread_and_a_stale_reading_never_opens_the_gate() -> None:
+    clock = Clock()
+    listener = Listener(clock)
+    listener.change(995.0)
+    reads: list[Callable[[], None]] = []
+    freshness = reader(listener, clock, spawn=reads.append)  # a read starts, and runs only when the test says
+    assert freshness.applied_through() is None and len(reads) == 1  # nothing read yet: the gate closed, no wait
+    assert freshness.applied_through() is None and len(reads) == 1  # one read at a time
+    reads.pop()()
+    assert freshness.applied_through() == 995.0 and freshness.readable is True
+    clock.now += 0.5
+    assert freshness.applied_through() == 995.0 and not reads  # read at most once a second
+    clock.now += 0.5
+    freshness.applied_through()
+    listener.change(999.0)
+    reads.pop()()
+    assert freshness.applied_through() == 999.0
+    clock.now += 1
+    freshness.applied_through()
+    listener.down = True  # this read times out: the last reading stands in (it says less than a new one would)
+    reads.pop()()
+    assert (freshness.applied_through(), freshness.readable) == (999.0, False)
+    clock.now += 31  # for 30 s at most
+    assert freshness.applied_through() is None
+
+
+@pytest.mark.parametrize(("metric", "page", "through"), [
+    ("cdcwatch_spark_freshness_seconds",  # counts heartbeats: the newest applied change's commit time is read instead
+     'cdcwatch_spark_freshness_seconds{server="shop"} 0\n'
+     'cdcwatch_spark_newest_applied_change_timestamp_seconds{server="shop",query="a"} 990\n'
+     'cdcwatch_spark_newest_applied_change_timestamp_seconds{server="shop",query="b"} 980\n'
+     'cdcwatch_spark_newest_applied_change_timestamp_seconds{server="other"} 900\n', 980.0),
+    ("cdcwatch_spark_freshness_seconds", 'cdcwatch_spark_freshness_seconds{server="shop"} 0\n', None),
+    ("my_job_applied_timestamp_seconds", 'my_job_applied_timestamp_seconds{server="shop"} 2000\n', 1000.0),
+    ("my_job_lag_seconds", 'my_job_lag_seconds{server="shop"} 3\nmy_job_lag_seconds{server="shop",p="x"} 7\n', 993.0),
+])
+def test_a_reading_is_a_source_commit_time_never_more_than_the_read_can_know(metric: str, page: str,
+                                                                          through: float | None) -> None:
+    """The most behind of the matching series; an age from the moment the read started (a slow answer proves
+    nothing later); never past that moment; the listener's heartbeat-counting freshness never read at all."""
+    clock = Clock()
+
+    def slow(url: str, timeout: float) -> str:
+        clock.now += 2  # the answer takes 2 s
+        return page
+
+    freshness = reader(Listener(clock), clock, metric, fetch=slow)
+    assert freshness.applied_through() == through and freshness.readable is (through is not None)
+
+
+def test_the_freshness_gate_is_exported_per_pair() -> None:
+    import time
+
+    from cdcwatch.reconcile.collector import ReconcileCollector
+
+    clock = Clock()
+    listener = Listener(clock)
+    collector = ReconcileCollector(config(freshness_url="http://listener:4041/metrics"), MemorySide({1: 1}),
+                                   MemorySide({1: 1}))
+    try:
+        collector.freshness = reader(listener, clock)
+        collector.reconciler.applied_through = collector.freshness.applied_through
+        clock.now = time.time()
+        values = {(f.name, s.name): s.value for f in collector.collect().families for s in f.samples}
+        assert values[("cdcwatch_reconcile_freshness_gate_open", "cdcwatch_reconcile_freshness_gate_open")] == 0.0
+        assert values[("cdcwatch_reconcile_freshness_readable", "cdcwatch_reconcile_freshness_readable")] == 0.0
+        assert ("cdcwatch_reconcile_applied_through_timestamp_seconds",) * 2 not in values
+        assert "freshness gate closed" in collector.collect().summary
+        listener.change(clock.now - 1)
+        clock.now += 1
+        values = {(f.name, s.name): s.value for f in collector.collect().families for s in f.samples}
+        assert values[("cdcwatch_reconcile_freshness_gate_open", "cdcwatch_reconcile_freshness_gate_open")] == 1.0
+        assert values[("cdcwatch_reconcile_freshness_readable", "cdcwatch_reconcile_freshness_readable")] == 1.0
+        assert values[("cdcwatch_reconcile_applied_through_timestamp_seconds",) * 2] == listener.newest_change
+        assert values[("cdcwatch_reconcile_rechecks_held", "cdcwatch_reconcile_rechecks_held_total")] == 0.0
+    finally:
+        collector.close()
 
 
 def test_the_budget_spaces_reads_to_the_rows_per_second() -> None:

@@ -103,7 +103,7 @@ class Alert:
     severity: str
     """critical: data stops flowing or will be lost; warning: degraded; info: the monitor itself."""
     pace: str
-    """Which `for` of `MixinConfig.durations` applies: critical, warning or instant."""
+    """Which `for` of `MixinConfig.durations` applies: critical, warning, instant or stalled."""
     summary: str
     description: str
     fires: Case

@@ -1,16 +1,23 @@
-"""Reconciliation: does the target hold what the source holds, and how often and at what cost is it checked."""
+"""Reconciliation: does the target hold what the source holds, whether it can be confirmed, and how often and at what
+cost is it checked."""
 
 # ruff: noqa: E501 (each panel's PromQL is one literal block, its lines as long as on the dashboard)
 
-from cdcwatch.mixin.dashboards.model import DashboardSpec, PanelSpec, Query, Variable
+from cdcwatch.mixin.dashboards.model import DashboardSpec, Mapping, PanelSpec, Query, Variable
 
-__all__ = ["RECONCILE"]
+__all__ = ["GATE", "READ", "RECONCILE"]
+
+GATE = (Mapping(0, "closed", "orange"), Mapping(1, "open", "green"))
+"""The codes of `cdcwatch_reconcile_freshness_gate_open`."""
+READ = (Mapping(0, "unreadable", "red"), Mapping(1, "read", "green"))
+"""The codes of `cdcwatch_reconcile_freshness_readable`."""
 
 
 RECONCILE = DashboardSpec(
     "cdcwatch-reconcile", "CDC: Reconciliation",
-    "Rows that differ between each table pair's source and target, by kind; how long a full comparison takes and when "
-    "the last one ended; what it reads on each side against its budget.",
+    "Rows that differ between each table pair's source and target, by kind; whether re-checks can confirm them (the "
+    "freshness gate); how long a full comparison takes and when the last one ended; what it reads on each side "
+    "against its budget.",
     "cdcwatch_reconcile_chunks_checked_total{%(cdcwatch)s",
     (Variable("pair", "label_values(cdcwatch_reconcile_chunks_checked_total{%(cdcwatch_board)s}, target)"),),
     (
@@ -24,6 +31,26 @@ RECONCILE = DashboardSpec(
                       (Query('sum by (target) (cdcwatch_reconcile_rows_suspect{%(cdcwatch_board)s, target=~"$pair"})', "{{target}}"),)),
             PanelSpec("Oldest divergence", "Age of the oldest confirmed divergence still unresolved.", "s",
                       (Query('max by (target) (cdcwatch_reconcile_oldest_divergence_age_seconds{%(cdcwatch_board)s, target=~"$pair"})',
+                             "{{target}}"),)),
+        )),
+        ("Confirmation", (
+            PanelSpec("Freshness gate", "Whether a re-check falling due counts: open while the target is known "
+                      "(freshness_url) to hold every change committed at the source up to settle_seconds ago, or "
+                      "without freshness_url; closed, differing rows stay in flight and none is confirmed.", "none",
+                      (Query('min by (target) (cdcwatch_reconcile_freshness_gate_open{%(cdcwatch_board)s, target=~"$pair"})', "{{target}}"),),
+                      kind="state", mappings=GATE, alerts=("CdcReconcileCannotConfirm",)),
+            PanelSpec("Freshness read", "Whether the last read of freshness_url gave the source commit time the target "
+                      "is applied through (no value without freshness_url).", "none",
+                      (Query('min by (target) (cdcwatch_reconcile_freshness_readable{%(cdcwatch_board)s, target=~"$pair"})', "{{target}}"),),
+                      kind="state", mappings=READ),
+            PanelSpec("Re-checks held back", "Re-checks per second of rows still differing, unchanged, that did not "
+                      "count: the pipeline was not known to have applied the source's row yet.", "ops",
+                      (Query('sum by (target) (rate(cdcwatch_reconcile_rechecks_held_total{%(cdcwatch_board)s, target=~"$pair"}[$__rate_interval]))',
+                             "{{target}}"),)),
+            PanelSpec("Target known applied through", "Age of the source commit time up to which the target is known to "
+                      "hold every change (freshness_url): a re-check counts once it is younger than the time since "
+                      "the row was found.", "s",
+                      (Query('time() - min by (target) (cdcwatch_reconcile_applied_through_timestamp_seconds{%(cdcwatch_board)s, target=~"$pair"})',
                              "{{target}}"),)),
         )),
         ("Passes and cost", (
