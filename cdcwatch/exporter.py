@@ -4,6 +4,10 @@ A target that is down, refuses, hangs or answers garbage gives `cdcwatch_up 0` a
 scrape error; the other targets are still served and the scrape returns within the largest
 target deadline. A collection still running (a concurrent scrape, or a hung target) is joined
 rather than started twice, so concurrent scrapes coalesce onto one collection.
+
+A reload never lets the collections of a target's old and new collector overlap where state is handed on: the new
+collector inherits once the old one's collection under way has ended, and collects only after that (see
+`Exporter.replace`).
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import platform
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
@@ -46,6 +51,12 @@ CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS = MetricSpec(
     "cdcwatch_config_last_reload_success_timestamp_seconds", "gauge", "When the configuration in use was loaded.")
 CONFIG_RELOAD_FAILURES_TOTAL = MetricSpec("cdcwatch_config_reload_failures_total", "counter",
                                           "Reloads (SIGHUP or file change) rejected; the last good configuration stays in use.")
+METRICS_RESPONSES_TOTAL = MetricSpec("cdcwatch_metrics_responses_total", "counter",
+                                     "/metrics answers written, by the format negotiated from the Accept header.", ("format",))
+METRICS_RESPONSE_SECONDS_TOTAL = MetricSpec(
+    "cdcwatch_metrics_response_seconds_total", "counter",
+    "Time spent on /metrics answers, by format and part: collect (waiting for the collections and their families), "
+    "render, compress (gzip), send (writing the answer to the client).", ("format", "part"))
 SELF_METRICS = metric_specs(
     UP,
     TARGET_FAILURE_INFO,
@@ -56,6 +67,8 @@ SELF_METRICS = metric_specs(
     CONFIG_LAST_RELOAD_SUCCESSFUL,
     CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
     CONFIG_RELOAD_FAILURES_TOTAL,
+    METRICS_RESPONSES_TOTAL,
+    METRICS_RESPONSE_SECONDS_TOTAL,
 )
 
 
@@ -128,6 +141,8 @@ class Exporter:
         self._errors: dict[tuple[str, str], int] = {(s.collector.kind, s.collector.target): 0 for s in self._collectors}
         self._dropped: dict[tuple[str, str], int] = {}
         self._last_up: dict[tuple[str, str], bool] = {}
+        self._handovers: dict[tuple[str, str], Future[None]] = {}
+        """Target → its hand-over at the last reload, while that waits for the replaced collector's collection."""
         self._lock = threading.Lock()
         self.reloads = ReloadStats()
 
@@ -144,30 +159,57 @@ class Exporter:
         a collector learned itself (its counters, status windows, last-advance times, caches): a new collector
         with an `inherit(previous)` method is handed the one of the same kind and target it replaces, when that
         target's configuration is unchanged (a changed one may point at another server, whose state this is not).
+
+        The hand-over never races a collection: where the old collector is not collecting, it happens here; where
+        a collection of it is under way (a slow scrape), it happens in the background as soon as that collection
+        ends, and the new collector's first collection waits for it (holding no worker meanwhile). So the old
+        collection's readings and counts reach the new collector exactly once, the new collector's state is never
+        written by the old one, and a scrape after the reload never serves the old collection. An old collection
+        still running at its target's deadline from the reload hands nothing on: that collector starts afresh,
+        as at a start of cdcwatch (and the warning says so).
         """
         with self._lock:
-            old, in_flight, old_pool = self._collectors, list(self._in_flight.values()), self._pool
-            previous = {(s.collector.kind, s.collector.target): s for s in old}
+            old, in_flight, old_pool = self._collectors, dict(self._in_flight), self._pool
+            previous = {_key(s): s for s in old}
+            handovers: dict[tuple[str, str], Future[None]] = {}
+            deferred: list[_Handover] = []
             for scheduled in collectors:
-                inherit = getattr(scheduled.collector, "inherit", None)
-                prior = previous.get((scheduled.collector.kind, scheduled.collector.target))
-                if inherit is not None and prior is not None and prior.config == scheduled.config:
-                    inherit(prior.collector)
+                key = _key(scheduled)
+                prior = previous.get(key)
+                if getattr(scheduled.collector, "inherit", None) is None or prior is None or prior.config != scheduled.config:
+                    continue
+                busy = [f for f in (in_flight.get(key), self._handovers.get(key)) if f is not None and not f.done()]
+                if not busy:
+                    _inherit(scheduled, prior)
+                    continue
+                handovers[key] = Future()
+                log.info("target %s (%s): the collector replaced is still collecting; what it learned is handed on "
+                         "once that collection ends", scheduled.collector.target, scheduled.collector.kind)
+                # a predecessor itself waiting for its own hand-over collects only after it: allow for both
+                patience = scheduled.timeout_seconds * (2 if self._handovers.get(key) in busy else 1)
+                deferred.append(_Handover(scheduled, prior, busy, handovers[key], time.monotonic() + patience))
             self._collectors = list(collectors)
             self._max_concurrency = max_concurrency or self._max_concurrency
             self._max_series = max_series or self._max_series
             self._in_flight = {}
+            self._handovers = handovers
             self._pool = self._new_pool()
             for scheduled in self._collectors:
-                self._errors.setdefault((scheduled.collector.kind, scheduled.collector.target), 0)
+                self._errors.setdefault(_key(scheduled), 0)
 
         def retire() -> None:
-            for future in in_flight:
+            try:
+                _hand_over(deferred)
+            finally:  # whatever happened, the new collectors must not wait forever
+                for handover in deferred:
+                    if not handover.done.done():
+                        handover.done.set_result(None)
+            for future in in_flight.values():
                 try:
                     future.result(timeout=120)
                 except Exception:  # its scrape already reported it
                     pass
-            _close_all(old)
+            _close_all(old)  # after the hand-overs: a collector may have been handed its predecessor's clients
             old_pool.shutdown(wait=False)
 
         threading.Thread(target=retire, name="cdcwatch-retire", daemon=True).start()
@@ -185,10 +227,30 @@ class Exporter:
                 key = (scheduled.collector.kind, scheduled.collector.target)
                 future = self._in_flight.get(key)
                 if future is None or future.done():
-                    future = self._pool.submit(_timed, scheduled.collector)
-                    self._in_flight[key] = future
+                    future = self._in_flight[key] = self._start(key, scheduled.collector)
                 pending.append((scheduled, future))
         return [self._await(scheduled, future, started) for scheduled, future in pending]
+
+    def _start(self, key: tuple[str, str], collector: TargetCollector) -> Future[tuple[Collection, float]]:
+        """A collection of `collector`, started now, or once it has been handed its predecessor's state (called
+        under the lock)."""
+        handover = self._handovers.get(key)
+        if handover is None or handover.done():
+            self._handovers.pop(key, None)
+            return self._pool.submit(_timed, collector)
+        started: Future[tuple[Collection, float]] = Future()
+        pool = self._pool
+
+        def submit(_: Future[None]) -> None:
+            try:
+                submitted = pool.submit(_timed, collector)
+            except RuntimeError as exc:  # closed (or replaced again) meanwhile
+                started.set_exception(exc)
+                return
+            submitted.add_done_callback(lambda done: _settle(started, done))
+
+        handover.add_done_callback(submit)
+        return started
 
     def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
         name, target = scheduled.collector.kind, scheduled.collector.target
@@ -285,6 +347,62 @@ def _timed(collector: TargetCollector) -> tuple[Collection, float]:
     started = time.monotonic()
     collection = collector.collect()
     return collection, time.monotonic() - started
+
+
+def _key(scheduled: ScheduledCollector) -> tuple[str, str]:
+    return scheduled.collector.kind, scheduled.collector.target
+
+
+def _settle(proxy: Future[tuple[Collection, float]], done: Future[tuple[Collection, float]]) -> None:
+    exc = done.exception()
+    if exc is not None:
+        proxy.set_exception(exc)
+    else:
+        proxy.set_result(done.result())
+
+
+def _inherit(scheduled: ScheduledCollector, prior: ScheduledCollector) -> None:
+    """`scheduled`'s collector takes over what `prior`'s learned; a failure of that leaves it to start afresh."""
+    try:
+        scheduled.collector.inherit(prior.collector)  # type: ignore[attr-defined]
+    except Exception:
+        log.exception("target %s (%s): what its collector learned could not be handed on at the reload; it "
+                      "starts afresh", scheduled.collector.target, scheduled.collector.kind)
+
+
+@dataclass
+class _Handover:
+    """A hand-over that waits for the replaced collector's collection (and its own hand-over) to end."""
+
+    scheduled: ScheduledCollector
+    prior: ScheduledCollector
+    busy: list[Future[Any]]
+    done: Future[None]
+    """Set once handed over (or given up): the new collector's first collection waits for it."""
+    until: float
+
+
+def _hand_over(pending: list[_Handover]) -> None:
+    """Each hand-over as soon as what it waits for has ended; at its deadline, none (its collector starts
+    afresh: the old collection may still write what it learned, so none of that can be handed on)."""
+    waiting = list(pending)
+    while waiting:
+        now = time.monotonic()
+        left = min(h.until for h in waiting) - now
+        if left > 0:  # (each one waiting has something not done yet)
+            wait([f for h in waiting for f in h.busy if not f.done()], timeout=left, return_when=FIRST_COMPLETED)
+        now = time.monotonic()
+        for handover in list(waiting):
+            if all(f.done() for f in handover.busy):
+                _inherit(handover.scheduled, handover.prior)
+            elif now >= handover.until:
+                log.warning("target %s (%s): the collector replaced at the reload was still collecting at its "
+                            "deadline; the new one starts afresh (its counters, windows and caches too)",
+                            handover.scheduled.collector.target, handover.scheduled.collector.kind)
+            else:
+                continue
+            handover.done.set_result(None)
+            waiting.remove(handover)
 
 
 def _close_all(collectors: Iterable[ScheduledCollector]) -> None:

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from itertools import groupby, islice
 from operator import attrgetter
 
@@ -237,31 +237,49 @@ class KafkaCollector:
         self.dropped_now = 0
         self._warned_cap = False
         self._server_patterns = [(re.compile(pattern), server) for pattern, server in cluster.topic_servers.items()]
+        self._lock = threading.Lock()
+        """Held while a collection runs (it writes everything above): a hand-over or a close waits for it."""
+        self._retired = False
+        """Replaced at a reload (its state handed on) or closed: it collects no more."""
 
     def collect(self) -> Collection:
-        try:
-            return self._collect()
-        except Exception as exc:
-            # librdkafka clients can keep a stale coordinator or fetch state after a broker restart:
-            # start the next collection with fresh ones (caches and status windows are kept)
-            explained = self.reader.explain(exc)
-            self._reconnect()
-            if explained is not exc:
-                raise explained from exc
-            raise
+        with self._lock:
+            if self._retired:
+                raise RuntimeError(f"the collector of kafka cluster {self.target} was replaced or closed")
+            try:
+                return self._collect()
+            except Exception as exc:
+                # librdkafka clients can keep a stale coordinator or fetch state after a broker restart:
+                # start the next collection with fresh ones (caches and status windows are kept)
+                explained = self.reader.explain(exc)
+                if not self._retired:  # a collector being closed makes no clients any more
+                    self._reconnect()
+                if explained is not exc:
+                    raise explained from exc
+                raise
 
     def inherit(self, previous: KafkaCollector) -> None:
         """Carry on what the collector this one replaces at a reload learned: its counters, the consumer status
         windows, the end-offset history lag is interpolated from, the message caches, the topics' servers and
-        retention settings (its clients are its own: the replaced collector closes them)."""
-        self.history, self.kept, self.topic_server = previous.history, previous.kept, previous.topic_server
-        for kept in self.kept.values():
-            for row in kept.values():
-                row.forget_derived()
-        self.dropped = previous.dropped
-        self.messages.timestamps, self.messages.newest = previous.messages.timestamps, previous.messages.newest
-        self.messages.reads = previous.messages.reads
-        self.reader.retention_settings.known.update(previous.reader.retention_settings.known)
+        retention settings (its clients are its own: the replaced collector closes them).
+
+        Taken over, not shared: once a collection of `previous` still under way has ended (this waits for it),
+        `previous` is retired and collects no more, so nothing it wrote is lost and it writes nothing this one
+        reads."""
+        with previous._lock:
+            previous._retired = True
+            history, kept, topic_server = previous.history, previous.kept, previous.topic_server
+            dropped = previous.dropped
+            timestamps, newest, reads = previous.messages.timestamps, previous.messages.newest, previous.messages.reads
+            retention = dict(previous.reader.retention_settings.known)
+        with self._lock:
+            for rows in kept.values():
+                for row in rows.values():
+                    row.forget_derived()
+            self.history, self.kept, self.topic_server = history, kept, topic_server
+            self.dropped = dropped
+            self.messages.timestamps, self.messages.newest, self.messages.reads = timestamps, newest, reads
+            self.reader.retention_settings.known.update(retention)
 
     def _reconnect(self) -> None:
         old_reader, old_messages = self.reader, self.messages
@@ -279,7 +297,11 @@ class KafkaCollector:
                                        deadline, state.leaders)
         # meanwhile (the read is mostly waiting on the broker): all that needs no message, in one pass
         servers: dict[str, str] = {}
-        rows = self._rows(state, servers)
+        try:
+            rows = self._rows(state, servers)
+        except BaseException:
+            wait([reading])  # it writes the message caches and counts: a collection ends only with it
+            raise
         found = reading.result()
         known_servers = len(self.topic_server)
         newest = self._newest_commit_times(found.newest)
@@ -571,6 +593,13 @@ class KafkaCollector:
                 [r.status_line.text for r in rows])  # type: ignore[union-attr]
 
     def close(self) -> None:
-        self._fetcher.shutdown(wait=True)  # a read under way ends by its scrape's deadline
-        self.messages.close()
-        self.reader.close()
+        self._retired = True
+        # a collection under way ends by its deadline: its clients are closed after it, not under it
+        locked = self._lock.acquire(timeout=self.cluster.timeout_seconds)
+        try:
+            self._fetcher.shutdown(wait=True)  # a read under way ends by its scrape's deadline
+            self.messages.close()
+            self.reader.close()
+        finally:
+            if locked:
+                self._lock.release()
