@@ -1,11 +1,17 @@
-"""`/metrics` in the Prometheus text format, rendered about five times faster than prometheus_client's.
+"""`/metrics` in the Prometheus text and OpenMetrics formats, rendered about five times faster than prometheus_client's.
 
-`render_text(registry)` writes exactly the bytes `prometheus_client.generate_latest` writes for the
-same families (a property test holds it to that), with the work per sample cut down: each label set
-is escaped, sorted and formatted once and kept for the next scrape (`LabelBlocks`), each distinct
-value is formatted once per scrape, and values below a million (Go and Python print them alike) skip
-`floatToGoString`. Families whose metric or label names need the newer escaping schemes, and
-every OpenMetrics or escaping-aware request, are left to prometheus_client.
+`metrics_app` negotiates as prometheus_client does (its `choose_encoder`: the first OpenMetrics entry of the Accept
+header with a version of 1.0.0 or more, or none, wins, then the first `text/plain` of version 1.0.0 or more, else the
+text format 0.0.4; q-values are not weighed) and writes exactly the bytes prometheus_client's encoder for that
+choice writes for the same families (property tests hold it to that), with the work per sample cut down: each
+label set is escaped, sorted and formatted once and kept for the next scrape (`LabelBlocks`), each distinct value
+is formatted once per scrape, values below a million (Go and Python print them alike) skip `floatToGoString`, and
+a collector's pre-rendered lines (`RenderedFamily`) are written as they are, in either format: a sample line is
+the same in both (OpenMetrics names the family itself without `_total`, escapes `"` in its help, writes a
+timestamp in seconds and ends with `# EOF`). Left to prometheus_client: a family whose metric or label names are
+outside the legacy character set (or, in OpenMetrics, a sample name with a colon) or whose samples carry exemplars
+or native histograms; and a whole answer whose names the negotiated escaping rewrites (`escaping=dots`, and
+`escaping=values` in OpenMetrics, where prometheus_client rewrites even legacy names).
 """
 
 from __future__ import annotations
@@ -13,19 +19,24 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from time import perf_counter
 from typing import Any
 from urllib.parse import parse_qs
 
 from prometheus_client import generate_latest
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, choose_encoder, gzip_accepted
 from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.openmetrics import exposition as openmetrics
+from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 from zlib_ng import zlib_ng
 
 from cdcwatch.families import LabelSet, RenderedFamily, sample_count
 
-__all__ = ["LabelBlocks", "SeriesLine", "gzipped", "label_block", "metrics_app", "render_chunks", "render_text"]
+__all__ = ["ANSWER_PARTS", "PLAIN_TEXT", "Exposition", "LabelBlocks", "SeriesLine", "gzipped", "label_block", "metrics_app",
+           "negotiate", "render_chunks", "render_text"]
 
 _TYPES = {"counter": "counter", "info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
           "unknown": "untyped", "gauge": "gauge", "histogram": "histogram", "summary": "summary"}
@@ -53,6 +64,10 @@ def format_value(value: float) -> str:
 
 def _escape_help(text: str) -> str:
     return text.replace("\\", r"\\").replace("\n", r"\n")
+
+
+def _escape_help_openmetrics(text: str) -> str:
+    return text.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
 class _NotLegacy(Exception):
@@ -188,6 +203,52 @@ def _family_text(metric: Metric, labels: LabelBlocks, values: dict[float, str], 
     out.extend(lines)
 
 
+def _family_openmetrics(metric: Metric, labels: LabelBlocks, values: dict[float, str], out: list[str]) -> None:
+    """`_family_text` in OpenMetrics, as `openmetrics.generate_latest` writes a family with names prometheus_client
+    leaves as they are (escaping underscores or allow-utf-8): the family's own name (a counter's without `_total`)
+    and type, a `# UNIT` line when it has a unit, the samples in their order (`_created` among them), a timestamp
+    in seconds. A sample line is the text format's, so pre-rendered lines and label blocks serve both."""
+    name = metric.name
+    if not _LEGACY_METRIC_NAME.fullmatch(name):
+        raise _NotLegacy(name)
+    head = f"# HELP {name} {_escape_help_openmetrics(metric.documentation)}\n# TYPE {name} {metric.type}\n"
+    if metric.unit:
+        head += f"# UNIT {name} {metric.unit}\n"
+    if type(metric) is RenderedFamily:  # its lines all name its sample
+        if not _LEGACY_LABEL_NAME.fullmatch(metric.sample_name):
+            raise _NotLegacy(metric.sample_name)
+        out.append(head)
+        out.extend(metric.lines)
+        return
+    lines = [head]
+    last_name: str | None = None
+    for sample in metric.samples:
+        sample_name, sample_labels, value, timestamp = sample[0], sample[1], sample[2], sample[3]
+        if sample_name is not last_name:
+            # a sample name is written through the label-name alphabet: a colon would become `_` (underscores)
+            if not _LEGACY_LABEL_NAME.fullmatch(sample_name):
+                raise _NotLegacy(sample_name)
+            last_name = sample_name
+        if sample[4] is not None or sample[5] is not None:  # an exemplar or a native histogram
+            raise _NotLegacy(sample_name)
+        text = values.get(value)
+        if text is None:
+            text = format_value(value)
+            if value == value and value != 0:
+                values[value] = text
+        if type(sample_labels) is LabelSet:
+            block = sample_labels.block
+            if block is None:
+                block = sample_labels.block = labels[sample_labels.key] if sample_labels else " "
+        else:
+            block = labels[(*sample_labels, *sample_labels.values())] if sample_labels else " "
+        if timestamp is None:
+            lines.append(f"{sample_name}{block}{text}\n")
+        else:
+            lines.append(f"{sample_name}{block}{text} {timestamp}\n")
+    out.extend(lines)
+
+
 class _One:
     def __init__(self, metric: Metric) -> None:
         self.metric = metric
@@ -204,6 +265,10 @@ class _Named:
 
     def collect(self) -> Iterable[Metric]:
         for metric in self.registry.collect():
+            if type(metric) is RenderedFamily:  # its lines all name one sample: kept whole, or left out, unparsed
+                if metric.sample_name in self.names and metric.lines:
+                    yield metric
+                continue
             samples = [sample for sample in metric.samples if sample.name in self.names]
             if samples:
                 kept = Metric(metric.name, metric.documentation, metric.type, metric.unit)
@@ -211,45 +276,166 @@ class _Named:
                 yield kept
 
 
-def render_chunks(registry: Collector, blocks: LabelBlocks | None = None) -> Iterator[str]:
-    """The text format 0.0.4 of everything `registry` collects, a family at a time: a large answer is compressed as
-    it is written, never held whole as text and as bytes at once.
+_EOF = "# EOF\n"
+_FAST_TEXT_ESCAPINGS = frozenset({openmetrics.UNDERSCORES, openmetrics.ALLOWUTF8, openmetrics.VALUES})
+"""Escapings under which prometheus_client's text encoder leaves legacy names as they are."""
+_FAST_OPENMETRICS_ESCAPINGS = frozenset({openmetrics.UNDERSCORES, openmetrics.ALLOWUTF8})
+"""Likewise for its OpenMetrics encoder (with `values` it writes even a legacy sample name as `U__...`)."""
+
+
+@dataclass(frozen=True)
+class Exposition:
+    """What a /metrics request is answered in: prometheus_client's choice for its Accept header."""
+
+    format: str
+    """The format, named as Prometheus' `scrape_protocols` name it: the `format` label of the answer's self metrics
+    (a few values: PrometheusText0.0.4, PrometheusText1.0.0, OpenMetricsText1.0.0, OpenMetricsText2.0.0)."""
+    content_type: str
+    encoder: Callable[[Collector], bytes]
+    """prometheus_client's encoder: it renders a family (or, when not `fast`, the answer) that is not rendered here."""
+    openmetrics: bool = False
+    fast: bool = True
+    """Rendered here (every family with legacy names); else the whole answer is the encoder's."""
+
+    def family(self, metric: Metric) -> str:
+        """prometheus_client's rendering of one family in this format."""
+        text = self.encoder(_One(metric)).decode("utf-8")
+        return text.removesuffix(_EOF) if self.openmetrics else text
+
+
+PLAIN_TEXT = Exposition("PrometheusText0.0.4", CONTENT_TYPE_PLAIN_0_0_4, generate_latest)
+"""The text format 0.0.4: the answer to a request without an Accept header, or one that accepts only it or `*/*`."""
+
+
+def negotiate(accept: str) -> Exposition:
+    """The format prometheus_client answers `accept` in (its `choose_encoder`), and whether it is rendered here.
+
+    An Accept header prometheus_client cannot read (`version=1.x`: it compares versions that do not parse) is
+    answered in the text format 0.0.4 rather than an error."""
+    try:
+        encoder, content_type = choose_encoder(accept)
+    except (TypeError, ValueError):
+        return PLAIN_TEXT
+    if encoder is generate_latest:
+        return PLAIN_TEXT
+    if isinstance(encoder, partial):
+        escaping = encoder.keywords.get("escaping", openmetrics.UNDERSCORES)
+        if encoder.func is generate_latest:
+            return Exposition("PrometheusText1.0.0", content_type, encoder, fast=escaping in _FAST_TEXT_ESCAPINGS)
+        if encoder.func is openmetrics.generate_latest:
+            major = str(encoder.keywords.get("version", "1.0.0")).split(".")[0]
+            return Exposition("OpenMetricsText1.0.0" if major == "1" else "OpenMetricsText2.0.0", content_type, encoder,
+                              openmetrics=True, fast=escaping in _FAST_OPENMETRICS_ESCAPINGS)
+    return Exposition("other", content_type, encoder, fast=False)  # a prometheus_client this module does not know
+
+
+def render_chunks(registry: Collector, blocks: LabelBlocks | None = None,
+                  exposition: Exposition = PLAIN_TEXT) -> Iterator[str]:
+    """Everything `registry` collects in `exposition`'s format (a fast one), a family at a time: a large answer is
+    compressed as it is written, never held whole as text and as bytes at once.
 
     `blocks`: the label blocks of earlier renderings, to reuse and to add this rendering's to.
     """
     labels = blocks if blocks is not None else LabelBlocks()
     values: dict[float, str] = {}
     samples = 0
+    write = _family_openmetrics if exposition.openmetrics else _family_text
     for metric in registry.collect():
         samples += sample_count(metric)
         out: list[str] = []
         try:
-            _family_text(metric, labels, values, out)
+            write(metric, labels, values, out)
         except _NotLegacy:
-            out.append(generate_latest(_One(metric)).decode("utf-8"))
+            out = [exposition.family(metric)]
         yield "".join(out)
+    if exposition.openmetrics:
+        yield _EOF
     labels.forget_beyond(samples)
 
 
-def render_text(registry: Collector, blocks: LabelBlocks | None = None) -> bytes:
-    """The text format 0.0.4 of everything `registry` collects (byte for byte what generate_latest writes)."""
-    return "".join(render_chunks(registry, blocks)).encode("utf-8")
+def render_text(registry: Collector, blocks: LabelBlocks | None = None, exposition: Exposition = PLAIN_TEXT) -> bytes:
+    """Everything `registry` collects, in the text format 0.0.4 unless `exposition` says otherwise: byte for byte
+    what prometheus_client's encoder for that format writes."""
+    if not exposition.fast:
+        return exposition.encoder(registry)
+    return "".join(render_chunks(registry, blocks, exposition)).encode("utf-8")
+
+
+class _Stopwatch:
+    """Time spent in one part of an answer, summed."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+def _compressed(chunks: Iterable[bytes], spent: _Stopwatch) -> bytes:
+    compressor = zlib_ng.compressobj(GZIP_LEVEL, zlib_ng.DEFLATED, 16 + zlib_ng.MAX_WBITS)  # gzip header, trailer
+    parts = []
+    for chunk in chunks:
+        started = perf_counter()
+        parts.append(compressor.compress(chunk))
+        spent.seconds += perf_counter() - started
+    started = perf_counter()
+    parts.append(compressor.flush())
+    output = b"".join(parts)
+    spent.seconds += perf_counter() - started
+    return output
 
 
 def gzipped(chunks: Iterable[bytes]) -> bytes:
     """The chunks as one gzip member, compressed with zlib-ng (zlib's format, about five times faster)."""
-    compressor = zlib_ng.compressobj(GZIP_LEVEL, zlib_ng.DEFLATED, 16 + zlib_ng.MAX_WBITS)  # gzip header, trailer
-    parts = [compressor.compress(chunk) for chunk in chunks]
-    parts.append(compressor.flush())
-    return b"".join(parts)
+    return _compressed(chunks, _Stopwatch())
 
 
-def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
-    """prometheus_client's `make_wsgi_app`, with `render_text` for plain-text scrapes (label blocks kept from one
-    scrape to the next)."""
+class _TimedCollection:
+    """`source`, with the time spent waiting for its families (the targets' collections, the families built and
+    merged) kept apart from the time spent rendering them."""
+
+    def __init__(self, source: Collector) -> None:
+        self.source = source
+        self.waited = _Stopwatch()
+
+    def collect(self) -> Iterator[Metric]:
+        waited = self.waited
+        started = perf_counter()
+        for metric in self.source.collect():
+            waited.seconds += perf_counter() - started
+            yield metric
+            started = perf_counter()
+        waited.seconds += perf_counter() - started
+
+
+ANSWER_PARTS = ("collect", "render", "compress", "send")
+"""The parts of a /metrics answer `metrics_app` times: waiting for the families (the collection), rendering them,
+gzip, and writing the answer to the client (until the server has handed its last byte to the connection)."""
+
+AnswerRecorder = Callable[[str, dict[str, float]], None]
+"""Told of each /metrics answer once it is written: its format (`Exposition.format`) and seconds per ANSWER_PARTS."""
+
+
+class _Answer(list[bytes]):
+    """The answer's body as one chunk (so the server says its length), telling `done` once the server has written it
+    (or given up): WSGI servers call `close()` then."""
+
+    def __init__(self, output: bytes, done: Callable[[], None]) -> None:
+        super().__init__((output,))
+        self._done: Callable[[], None] | None = done
+
+    def close(self) -> None:
+        done, self._done = self._done, None
+        if done is not None:
+            done()
+
+
+def metrics_app(registry: Collector, record: AnswerRecorder | None = None) -> Callable[..., Iterable[bytes]]:
+    """prometheus_client's `make_wsgi_app`, with the fast renderers for every format they render (label blocks kept
+    from one scrape to the next); `record` is told how long each answer took, by part (ANSWER_PARTS)."""
     blocks = LabelBlocks()
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        started = perf_counter()
         method = environ["REQUEST_METHOD"]
         if method == "OPTIONS":
             start_response("200 OK", [("Allow", "OPTIONS,GET")])
@@ -257,24 +443,30 @@ def metrics_app(registry: CollectorRegistry) -> Callable[..., Iterable[bytes]]:
         if method != "GET":
             start_response("405 Method Not Allowed", [("Allow", "OPTIONS,GET")])
             return [f"# HTTP 405 Method Not Allowed: {method}; use OPTIONS or GET\n".encode()]
-        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
-        source: Collector = registry
+        exposition = negotiate(environ.get("HTTP_ACCEPT", ""))
         names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
-        if names:
-            source = _Named(registry, names)
-        headers = [("Content-Type", content_type)]
+        source = _TimedCollection(_Named(registry, names) if names else registry)
+        compressing = _Stopwatch()
         compressed = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
-        if encoder is generate_latest and compressed:
-            output = gzipped(chunk.encode("utf-8") for chunk in render_chunks(source, blocks))
-        elif encoder is generate_latest:
-            output = render_text(source, blocks)
+        if exposition.fast and compressed:
+            output = _compressed((chunk.encode("utf-8") for chunk in render_chunks(source, blocks, exposition)),
+                                 compressing)
+        elif exposition.fast:
+            output = "".join(render_chunks(source, blocks, exposition)).encode("utf-8")
         else:
-            output = encoder(source)
+            output = exposition.encoder(source)
             if compressed:
-                output = gzipped((output,))
+                output = _compressed((output,), compressing)
+        headers = [("Content-Type", exposition.content_type)]
         if compressed:
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
-        return [output]
+        if record is None:
+            return [output]
+        made = perf_counter()
+        waited, compressing_seconds = source.waited.seconds, compressing.seconds
+        parts = {"collect": waited, "render": max(made - started - waited - compressing_seconds, 0.0),
+                 "compress": compressing_seconds}
+        return _Answer(output, lambda: record(exposition.format, {**parts, "send": perf_counter() - made}))
 
     return app

@@ -18,15 +18,18 @@ from typing import Any
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
-from cdcwatch.exporter import Exporter
-from cdcwatch.exposition import metrics_app
+from cdcwatch.exporter import METRICS_RESPONSE_SECONDS_TOTAL, METRICS_RESPONSES_TOTAL, Exporter
+from cdcwatch.exposition import ANSWER_PARTS, metrics_app
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.reload import ConfigReloader
 from cdcwatch.web import WebConfig, load_web_config, require_basic_auth, server_ssl_context
 
-__all__ = ["HEALTHY_PATH", "READY_PATH", "ListenError", "Service", "build_app", "make_http_server", "serve", "tune_interpreter"]
+__all__ = ["HEALTHY_PATH", "READY_PATH", "AnswerStats", "ListenError", "Service", "build_app", "make_http_server", "serve",
+           "tune_interpreter"]
 
 log = logging.getLogger("cdcwatch")
 
@@ -53,11 +56,48 @@ def _text(start_response: Callable[..., Any], status: str, text: str) -> list[by
     return [text.encode()]
 
 
-def build_app(exporter: Exporter, ready: Callable[[], bool] = lambda: True) -> Callable[..., Iterable[bytes]]:
-    """A WSGI app serving the exporter's metrics and the health endpoints; `ready()` is false while shutting down."""
+class AnswerStats:
+    """How long the /metrics answers written so far took, by format and part (collect, render, compress, send): the
+    whole scrape as the server sees it, where `cdcwatch_scrape_duration_seconds` is each target's collection alone.
+    Served after the exporter's own metrics, so a scrape shows the answers before it; a format appears once answered
+    (a few formats, four parts each: the series are bounded)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[str, int] = {}
+        self._seconds: dict[tuple[str, str], float] = {}
+
+    def record(self, format: str, parts: dict[str, float]) -> None:
+        with self._lock:
+            self._answers[format] = self._answers.get(format, 0) + 1
+            for part in ANSWER_PARTS:
+                key = (format, part)
+                self._seconds[key] = self._seconds.get(key, 0.0) + parts.get(part, 0.0)
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> list[Metric]:
+        with self._lock:
+            answers, seconds = dict(self._answers), dict(self._seconds)
+        builder = FamilyBuilder()
+        for format, count in sorted(answers.items()):
+            builder.add_spec(METRICS_RESPONSES_TOTAL, float(count), format=format)
+        for format in sorted(answers):
+            for part in ANSWER_PARTS:
+                builder.add_spec(METRICS_RESPONSE_SECONDS_TOTAL, seconds[(format, part)], format=format, part=part)
+        return builder.families()
+
+
+def build_app(exporter: Exporter, ready: Callable[[], bool] = lambda: True,
+              stats: AnswerStats | None = None) -> Callable[..., Iterable[bytes]]:
+    """A WSGI app serving the exporter's metrics, with the answers' own (`stats`), and the health endpoints; `ready()`
+    is false while shutting down."""
+    stats = stats if stats is not None else AnswerStats()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(exporter)
-    metrics = metrics_app(registry)
+    registry.register(stats)
+    metrics = metrics_app(registry, stats.record)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")

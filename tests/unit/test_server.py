@@ -101,3 +101,21 @@ def test_an_address_that_cannot_be_bound_exits_2_before_serving(tmp_path: Path, 
             Service(config, load_config(config), "127.0.0.1", port)
         assert main(["serve", "--config.file", str(config), "--web.listen-address", f"127.0.0.1:{port}"]) == 2
     assert f"cdcwatch: cannot listen on 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
+
+
+def test_the_answer_stats_are_the_declared_self_metrics() -> None:
+    from cdcwatch.exporter import METRICS_RESPONSE_SECONDS_TOTAL, METRICS_RESPONSES_TOTAL, SELF_METRICS
+    from cdcwatch.server import AnswerStats
+
+    stats = AnswerStats()
+    assert stats.collect() == []  # nothing answered yet: no series
+    for format in ("PrometheusText0.0.4", "OpenMetricsText1.0.0", "OpenMetricsText1.0.0"):
+        stats.record(format, {"collect": 0.5, "render": 0.25, "compress": 0.125, "send": 0.0625})
+    counts, seconds = stats.collect()
+    for family, spec in ((counts, METRICS_RESPONSES_TOTAL), (seconds, METRICS_RESPONSE_SECONDS_TOTAL)):
+        assert SELF_METRICS[spec.name] is spec and family.name == spec.name.removesuffix("_total")
+        assert family.type == spec.type and family.documentation == spec.help
+        assert all(tuple(sample.labels) == spec.labels for sample in family.samples)
+    assert [(s.labels["format"], s.value) for s in counts.samples] == [("OpenMetricsText1.0.0", 2.0), ("PrometheusText0.0.4", 1.0)]
+    assert [(s.labels["part"], s.value) for s in seconds.samples[:4]] == [
+        ("collect", 1.0), ("render", 0.5), ("compress", 0.25), ("send", 0.125)]

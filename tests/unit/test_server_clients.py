@@ -6,6 +6,7 @@ unusable."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import socket
 import ssl
@@ -207,3 +208,33 @@ def test_closing_the_server_ends_the_kept_connections() -> None:
     server.shutdown()
     server.server_close()
     wait_for(lambda: closed_by_server(client), SCRAPE_TIMEOUT, "the server to end the kept connection")
+
+
+PROMETHEUS_2 = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+"""The Accept header of Prometheus 2.x: OpenMetrics first."""
+
+
+def test_the_answers_own_time_is_served_by_format_and_part(port: int) -> None:
+    """Each answer, written, counts in the self metrics of its format: a scrape shows the answers before it."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=SCRAPE_TIMEOUT)
+    bodies = []
+    for _ in range(2):
+        connection.request("GET", "/metrics", headers={"Accept": PROMETHEUS_2, "Accept-Encoding": "gzip"})
+        answer = connection.getresponse()
+        assert answer.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0")
+        assert answer.headers["Content-Length"] and not answer.will_close
+        bodies.append(gzip.decompress(answer.read()).decode())
+    connection.close()
+    assert "cdcwatch_metrics_responses" not in bodies[0]
+    families = {family.name: family for family in text_string_to_metric_families(bodies[1])}
+    [count] = families["cdcwatch_metrics_responses"].samples
+    assert families["cdcwatch_metrics_responses"].type == "counter"
+    assert (count.labels, count.value) == ({"format": "OpenMetricsText1.0.0"}, 1.0)
+    seconds = {sample.labels["part"]: sample.value for sample in families["cdcwatch_metrics_response_seconds"].samples}
+    assert list(seconds) == ["collect", "render", "compress", "send"] and all(value >= 0 for value in seconds.values())
+    assert seconds["compress"] > 0
+    text = scrape(port).decode()
+    assert 'cdcwatch_metrics_responses_total{format="OpenMetricsText1.0.0"} 2.0' in text
