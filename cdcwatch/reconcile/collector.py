@@ -215,7 +215,10 @@ class ReconcileCollector:
 
     def inherit(self, previous: ReconcileCollector) -> None:
         """Carry on the comparison of the collector this one replaces at a reload: its counters, its suspects with
-        their re-checks and its confirmed divergences (else each would have to settle and be confirmed again)."""
+        their re-checks and its confirmed divergences (else each would have to settle and be confirmed again). The old
+        comparison is told to stop first: it ends at its next read, so it neither reads the sides beside this one nor
+        learns anything after the copy (what it was reading is read again here)."""
+        previous._stop.set()
         self.reconciler.carry_on(previous.reconciler)
 
     def close(self) -> None:

@@ -332,17 +332,17 @@ class Reconciler:
     def carry_on(self, previous: Reconciler) -> None:
         """Continue from where `previous` (the same pair's comparison before a reload) is: its suspects, confirmed
         or still being re-checked, its counters and its last pass."""
-        state = previous.state()
-        with previous._lock:
+        with previous._lock:  # one consistent copy: the suspects and the counters as of the same moment
             suspects = {key: replace(suspect) for key, suspect in previous.suspects.items()}
-            overflow_said = previous.overflow_said
+            overflow_said, chunks_checked, rechecks_held = previous.overflow_said, previous.chunks_checked, previous.rechecks_held
+            rows_read = {side: previous.rows_read_before[side] + reader.rows_read for side, reader in previous.sides.items()}
+            last_pass_end, last_pass_seconds = previous.last_pass_end, previous.last_pass_seconds
         with self._lock:
             self.suspects = suspects
             self.overflow_said = overflow_said
-            self.chunks_checked = state.chunks_checked
-            self.rechecks_held = state.rechecks_held
-            self.rows_read_before = dict(state.rows_read)
-            self.last_pass_end, self.last_pass_seconds = state.last_pass_end, state.last_pass_seconds
+            self.chunks_checked, self.rechecks_held = chunks_checked, rechecks_held
+            self.rows_read_before = rows_read
+            self.last_pass_end, self.last_pass_seconds = last_pass_end, last_pass_seconds
 
     def state(self) -> State:
         through = self.applied_through()

@@ -88,3 +88,13 @@ def test_a_changed_configuration_hands_nothing_on() -> None:
     state = changed.reconciler.state()
     assert sum(state.diverged.values()) == 0 and state.suspects == 0 and state.chunks_checked == 0
     exporter.close()
+
+
+def test_the_replaced_comparison_stops_when_its_state_is_handed_on() -> None:
+    """Once its suspects are copied, the old pair's thread must neither read the sides beside the new one nor learn
+    anything that would be lost: it is told to stop at the hand-over."""
+    before, clock = _confirmed_pair({})
+    after = _successor({}, clock)
+    after.inherit(before)
+    assert before._stop.is_set()
+    assert after.reconciler.state().diverged == before.reconciler.state().diverged
