@@ -30,6 +30,17 @@ def _save(plt: Any, figure: Any, name: str) -> Path:
     return path
 
 
+def _draw_timings(axes: Any, timings: dict[str, list[float]], unit: str, target: float | None,
+                  first_on_top: bool = False) -> None:
+    axes.boxplot(list(timings.values()), tick_labels=list(timings), vert=False)
+    if first_on_top:
+        axes.invert_yaxis()
+    if target is not None:
+        axes.axvline(target, color="tab:red", linestyle="--", label=f"target {target:g} {unit}")
+        axes.legend(loc="lower right")
+    axes.set_xlabel(unit)
+
+
 def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: str = "ms",
                  target: float | None = None) -> Path | None:
     """A box plot of each contender's timings (in `unit`), with the target as a line; None without matplotlib."""
@@ -37,24 +48,31 @@ def save_timings(name: str, title: str, timings: dict[str, list[float]], unit: s
     if plt is None:
         return None
     figure, axes = plt.subplots(figsize=(7, 3.5))
-    axes.boxplot(list(timings.values()), tick_labels=list(timings), vert=False)
-    if target is not None:
-        axes.axvline(target, color="tab:red", linestyle="--", label=f"target {target:g} {unit}")
-        axes.legend(loc="lower right")
-    axes.set_xlabel(unit)
+    _draw_timings(axes, timings, unit, target)
     axes.set_title(title)
     return _save(plt, figure, name)
 
 
-def save_percentiles(name: str, title: str, percentiles: dict[str, dict[str, tuple[float, float]]],
-                     unit: str = "ms") -> Path | None:
-    """Bars of each contender's p50 (solid) and p95 (light) per case (e.g. offsets static, moving), side by side;
-    `percentiles`: case -> contender -> (p50, p95). None without matplotlib."""
+def save_timing_panels(name: str, title: str, panels: dict[str, dict[str, list[float]]], unit: str = "ms",
+                       target: float | None = None) -> Path | None:
+    """`save_timings` with one box plot per panel (panel title -> contender -> timings), the first panel on top and
+    each panel's first contender at its top; None without matplotlib."""
     plt = _pyplot()
     if plt is None:
         return None
+    panels = {panel: timings for panel, timings in panels.items() if timings}
+    rows = [max(len(timings), 1) for timings in panels.values()]
+    figure, axes_list = plt.subplots(len(panels), 1, figsize=(7, 1.4 + 0.45 * sum(rows) + 0.6 * len(panels)),
+                                     height_ratios=rows, squeeze=False)
+    for axes, (panel, timings) in zip(axes_list[:, 0], panels.items(), strict=True):
+        _draw_timings(axes, timings, unit, target, first_on_top=True)
+        axes.set_title(panel, fontsize="medium")
+    figure.suptitle(title)
+    return _save(plt, figure, name)
+
+
+def _draw_percentiles(axes: Any, percentiles: dict[str, dict[str, tuple[float, float]]], unit: str) -> None:
     contenders = list(dict.fromkeys(c for by_contender in percentiles.values() for c in by_contender))
-    figure, axes = plt.subplots(figsize=(7, 1.2 + 0.35 * len(contenders) * len(percentiles)))
     height = 0.8 / len(percentiles)
     for n, (case, by_contender) in enumerate(percentiles.items()):
         rows = [i + n * height for i, c in enumerate(contenders) if c in by_contender]
@@ -67,7 +85,38 @@ def save_percentiles(name: str, title: str, percentiles: dict[str, dict[str, tup
     axes.invert_yaxis()
     axes.set_xlabel(unit)
     axes.legend(loc="upper right", fontsize="small")
+
+
+def save_percentiles(name: str, title: str, percentiles: dict[str, dict[str, tuple[float, float]]],
+                     unit: str = "ms") -> Path | None:
+    """Bars of each contender's p50 (solid) and p95 (light) per case (e.g. offsets static, moving), side by side;
+    `percentiles`: case -> contender -> (p50, p95). None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    contenders = list(dict.fromkeys(c for by_contender in percentiles.values() for c in by_contender))
+    figure, axes = plt.subplots(figsize=(7, 1.2 + 0.35 * len(contenders) * len(percentiles)))
+    _draw_percentiles(axes, percentiles, unit)
     axes.set_title(title)
+    return _save(plt, figure, name)
+
+
+def save_percentile_panels(name: str, title: str, panels: dict[str, dict[str, dict[str, tuple[float, float]]]],
+                           unit: str = "ms") -> Path | None:
+    """`save_percentiles` with one panel per `panels` entry (panel title -> case -> contender -> (p50, p95)), the
+    first on top; None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    panels = {panel: cases for panel, cases in panels.items() if cases}
+    rows = [max(1, len({c for by_contender in cases.values() for c in by_contender}) * len(cases))
+            for cases in panels.values()]
+    figure, axes_list = plt.subplots(len(panels), 1, figsize=(7, 1.2 + 0.35 * sum(rows) + 0.6 * len(panels)),
+                                     height_ratios=rows, squeeze=False)
+    for axes, (panel, cases) in zip(axes_list[:, 0], panels.items(), strict=True):
+        _draw_percentiles(axes, cases, unit)
+        axes.set_title(panel, fontsize="medium")
+    figure.suptitle(title)
     return _save(plt, figure, name)
 
 
