@@ -1,11 +1,12 @@
 """Renders the committed outputs: `alerts/` (rules and their promtool tests), `alertmanager/` (inhibitions),
 `dashboards/` (JSON and a Grafana provisioning provider), the Helm chart's `charts/cdcwatch/files/` (the same
-rules and dashboards, for its PrometheusRule and dashboard ConfigMaps) and the documentation's configuration and
-metrics references. `cdcwatch mixin generate` is the one command writing them."""
+rules, inhibitions and dashboards for each combination of stages its values choose) and its values schema's
+generated parts, and the documentation's configuration and metrics references. `cdcwatch mixin generate` is the one command writing them."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import yaml
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards, lint_exclusions
 from cdcwatch.mixin.inhibit import inhibit_yaml
-from cdcwatch.mixin.kubernetes import CHART_DASHBOARDS_DIR, CHART_RULES_FILE, dashboard_provider
+from cdcwatch.mixin.kubernetes import CHART_DASHBOARDS_DIR, CHART_RULES_FILE, chart_files, dashboard_provider
 from cdcwatch.mixin.rules import promtool_tests, rule_groups
 from cdcwatch.reference import DOCS_PAGES
 
@@ -53,19 +54,18 @@ def rules_yaml(config: MixinConfig) -> str:
     return to_yaml(rule_groups(config))
 
 
-def render_files(config: MixinConfig) -> dict[str, str]:
-    """Path (relative to the repository) → content."""
+def render_files(config: MixinConfig) -> Mapping[str, str]:
+    """Path (relative to the repository) → content; the chart's (`chart_files`) rendered once read."""
     rules = rules_yaml(config)
     files = {RULES_FILE: rules,
              RULES_TEST_FILE: to_yaml(promtool_tests(config, Path(RULES_FILE).name)),
              INHIBIT_FILE: inhibit_yaml(config, _HEADER),
-             DASHBOARD_PROVIDER_FILE: to_yaml(dashboard_provider(config)),
-             CHART_RULES_FILE: rules}
+             DASHBOARD_PROVIDER_FILE: to_yaml(dashboard_provider(config))}
     if exclusions := lint_exclusions(config):
         files[DASHBOARD_LINT_FILE] = to_yaml(exclusions)
     for name, model in build_dashboards(config).items():
-        files[f"dashboards/{name}"] = files[f"{CHART_DASHBOARDS_DIR}/{name}"] = json.dumps(model, indent=2, sort_keys=True) + "\n"
-    return files
+        files[f"dashboards/{name}"] = json.dumps(model, indent=2, sort_keys=True) + "\n"
+    return chart_files(config, files)
 
 
 def write_files(config: MixinConfig, root: Path) -> list[Path]:

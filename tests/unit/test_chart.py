@@ -8,10 +8,13 @@ the rules and dashboards select."""
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import json
 import re
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from cdcwatch.cli import _parser
 from cdcwatch.config import parse_config
 from cdcwatch.exporter import Exporter
 from cdcwatch.mixin import RULES_FILE, MixinConfig
+from cdcwatch.mixin.stages import STAGES
 from cdcwatch.server import build_app
 from tests.tools import tool
 
@@ -75,16 +79,24 @@ def exporter_config(objects: tuple[dict[str, Any], ...]) -> str:
     return str(config_map["data"]["cdcwatch.yml"])
 
 
-ALL_ON = '{"podMonitor": {"enabled": true}}'
-RENDERINGS = [(), (ALL_ON,), *((str(path),) for path in EXAMPLES)]
-IDS = ["defaults", "podMonitor", *(path.stem for path in EXAMPLES)]
+MINIMAL = '{"config": {"postgres": [{"name": "db"}]}}'
+"""The defaults and one target (the defaults configure none, and the chart renders nothing without one)."""
+ALL_ON = '{"config": {"postgres": [{"name": "db"}]}, "podMonitor": {"enabled": true}}'
+EVERY_STAGE = json.dumps({"config": {"postgres": [{"name": "db"}]}, "stages": dict.fromkeys(STAGES, True)})
+"""Every stage on: the rules, inhibitions and dashboards of the repository's alerts/, alertmanager/, dashboards/."""
+OPENSHIFT = '{"podSecurityContext": {"runAsUser": null, "runAsGroup": null, "fsGroup": null}}'
+"""docs/deploy/kubernetes.md's OpenShift setting: the UID, GID and fsGroup the restricted SCC assigns."""
+RENDERINGS = [(MINIMAL,), (ALL_ON,), (EVERY_STAGE,), (MINIMAL, OPENSHIFT), *((str(path),) for path in EXAMPLES)]
+IDS = ["minimal", "podMonitor", "every-stage", "openshift", *(path.stem for path in EXAMPLES)]
 
 
 def test_every_example_is_documented_and_rendered_here() -> None:
     docs = (ROOT / "docs" / "deploy" / "kubernetes.md").read_text()
     examples = sorted((CHART / "examples").iterdir())
-    assert [path for path in examples if path.name.startswith("values-")] == EXAMPLES and len(EXAMPLES) == 3
+    assert [path for path in examples if path.name.startswith("values-")] == EXAMPLES and len(EXAMPLES) == 5
     assert [path.name for path in examples if f"`{path.name}`" not in docs] == []
+    typical = (CHART / "examples" / "values-cluster.yaml").read_text()
+    assert f"```yaml\n{typical}```" in docs  # the documentation's full values file is the one rendered here
 
 
 def test_helm_lint_passes_with_the_defaults_and_every_example() -> None:
@@ -99,7 +111,7 @@ def test_chart_versions_follow_cdcwatch_and_the_validated_kubernetes_range() -> 
     assert chart["kubeVersion"] == f">={KUBERNETES_VERSIONS[0]}-0"
     older = helm("template", "cdcwatch", str(CHART), "--kube-version", "1.28.15")
     assert older.returncode != 0 and "kubeVersion" in older.stderr
-    assert container(rendered())["image"] == f"cdcwatch:{__version__}"
+    assert container(rendered(MINIMAL))["image"] == f"cdcwatch:{__version__}"
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -157,7 +169,7 @@ def test_the_strimzi_network_policy_example_lets_the_exporter_reach_connect(vers
 
 
 def test_the_pod_runs_unprivileged_on_a_read_only_root() -> None:
-    objects = rendered()
+    objects = rendered(MINIMAL)
     (deployment,) = of_kind(objects, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 10001
@@ -170,6 +182,34 @@ def test_the_pod_runs_unprivileged_on_a_read_only_root() -> None:
     assert found["resources"]["requests"] and found["resources"]["limits"]["memory"]
     tmp = next(m for m in found["volumeMounts"] if m["mountPath"] == "/tmp")
     assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == tmp["name"])
+
+
+def test_openshift_assigns_the_ids_and_the_rest_stays_hardened() -> None:
+    """docs/deploy/kubernetes.md's OpenShift setting: no fixed UID, GID or fsGroup (the restricted SCC assigns them
+    from the namespace's range, and refuses a pod that fixes others); everything else as hardened."""
+    default, objects = rendered(MINIMAL), rendered(MINIMAL, OPENSHIFT)
+    ((before,), (after,)) = of_kind(default, "Deployment"), of_kind(objects, "Deployment")
+    pod = after["spec"]["template"]["spec"]["securityContext"]
+    assert pod == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container(objects)["securityContext"] == container(default)["securityContext"]
+    docs = (ROOT / "docs" / "deploy" / "kubernetes.md").read_text()
+    assert yaml.safe_load(OPENSHIFT) == yaml.safe_load(re.search(r"```yaml\n(podSecurityContext:.*?)```", docs, re.S)[1])
+    assert before["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 10001
+
+
+def test_security_contexts_are_the_values() -> None:
+    objects = rendered(MINIMAL, '{"podSecurityContext": {"runAsUser": 2000, "supplementalGroups": [3000]}, '
+                                '"securityContext": {"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}}')
+    (deployment,) = of_kind(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]["securityContext"]
+    assert pod["runAsUser"] == 2000 and pod["supplementalGroups"] == [3000] and pod["fsGroup"] == 10001
+    assert container(objects)["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}
+    assert container(objects)["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_without_a_target_helm_refuses_and_says_what_to_configure() -> None:
+    done = helm("template", "cdcwatch", str(CHART), "--kube-version", KUBERNETES_VERSIONS[-1])
+    assert done.returncode != 0 and "config: nothing to scrape: configure at least one of debezium, kafka" in done.stderr
 
 
 def test_the_pod_runs_serve_on_the_rendered_config_and_probes_what_it_serves() -> None:
@@ -199,7 +239,7 @@ def test_the_pod_runs_serve_on_the_rendered_config_and_probes_what_it_serves() -
 
 
 def test_probes_and_the_service_monitor_speak_https_with_a_tls_web_config() -> None:
-    objects = rendered('{"web": {"existingSecret": "cdcwatch-web", "tls": true}}')
+    objects = rendered(MINIMAL, '{"web": {"existingSecret": "cdcwatch-web", "tls": true}}')
     found = container(objects)
     assert found["livenessProbe"]["httpGet"]["scheme"] == found["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
     (monitor,) = of_kind(objects, "ServiceMonitor")
@@ -242,15 +282,17 @@ def password_values(node: Any) -> list[str]:
 
 
 def test_the_prometheus_rule_holds_the_generated_rules() -> None:
-    (rule,) = of_kind(rendered(), "PrometheusRule")
+    """With every stage on, the repository's rule file (test_chart_stages: each shape's)."""
+    (rule,) = of_kind(rendered(EVERY_STAGE), "PrometheusRule")
     assert rule["spec"] == yaml.safe_load((ROOT / RULES_FILE).read_text())
     assert rule["metadata"]["labels"]["role"] == "alert-rules"
 
 
 def test_one_dashboard_config_map_per_dashboard_with_the_sidecar_label() -> None:
     dashboards = {path.name: json.loads(path.read_text()) for path in (ROOT / "dashboards").glob("*.json")}
-    for values, label in [((), "grafana_dashboard"), (('{"dashboards": {"label": "my_dashboards"}}',), "my_dashboards")]:
-        maps = [m for m in of_kind(rendered(*values), "ConfigMap") if "cdcwatch.yml" not in m["data"]]
+    for values, label in [((EVERY_STAGE,), "grafana_dashboard"),
+                          ((EVERY_STAGE, '{"dashboards": {"label": "my_dashboards"}}'), "my_dashboards")]:
+        maps = [m for m in of_kind(rendered(*values), "ConfigMap") if "-dashboard-" in m["metadata"]["name"]]
         assert {key for m in maps for key in m["data"]} == set(dashboards)
         for config_map in maps:
             assert config_map["metadata"]["labels"][label] == "1"
@@ -294,7 +336,7 @@ def test_other_job_names_reach_the_monitors_rules_and_dashboards() -> None:
 def selecting_text(objects: tuple[dict[str, Any], ...]) -> str:
     """The rules and the dashboards as one JSON text, where a selector reads job=\\"..\\"."""
     (rule,) = of_kind(objects, "PrometheusRule")
-    dashboards = [json.loads(text) for m in of_kind(objects, "ConfigMap") if "cdcwatch.yml" not in m["data"]
+    dashboards = [json.loads(text) for m in of_kind(objects, "ConfigMap") if "-dashboard-" in m["metadata"]["name"]
                   for text in m["data"].values()]
     return json.dumps([rule["spec"], dashboards])
 
@@ -304,8 +346,8 @@ def test_a_config_change_rolls_the_pod() -> None:
         (deployment,) = of_kind(rendered(*values), "Deployment")
         return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
 
-    assert checksum() == checksum('{"config": {"log_level": "info"}}')
-    assert checksum() != checksum('{"config": {"log_level": "debug"}}')
+    assert checksum(MINIMAL) == checksum(MINIMAL, '{"config": {"log_level": "info"}}')
+    assert checksum(MINIMAL) != checksum(MINIMAL, '{"config": {"log_level": "debug"}}')
 
 
 PASSWORD = "hunter2-literal"
@@ -338,8 +380,8 @@ def test_bad_values_fail_naming_the_key(values: dict[str, Any], named: str, tmp_
 
 def test_runbook_and_grafana_addresses_set_once_reach_every_alert() -> None:
     """prometheusRule.runbookBaseUrl and grafanaUrl rewrite every alert's links, and nothing else of the rules."""
-    default = rendered()
-    objects = rendered('{"prometheusRule": {"runbookBaseUrl": "https://docs.example.com/cdcwatch/runbook/", '
+    default = rendered(MINIMAL)
+    objects = rendered(MINIMAL, '{"prometheusRule": {"runbookBaseUrl": "https://docs.example.com/cdcwatch/runbook/", '
                        '"grafanaUrl": "https://grafana.example.com/"}}')
     ((before,), (after,)) = of_kind(default, "PrometheusRule"), of_kind(objects, "PrometheusRule")
     alerts = [(old, new) for old_group, new_group in zip(before["spec"]["groups"], after["spec"]["groups"], strict=True)
@@ -360,3 +402,33 @@ def test_a_runbook_address_with_a_fragment_is_refused() -> None:
         values.write_text('{"prometheusRule": {"runbookBaseUrl": "https://docs.example.com/runbook#top"}}')
         done = helm("template", "x", str(CHART), "--kube-version", KUBERNETES_VERSIONS[-1], "-f", str(values))
     assert done.returncode != 0 and "runbookBaseUrl" in done.stderr
+
+
+def test_the_chart_packages_and_a_release_of_it_fits_in_its_secret(tmp_path: Path) -> None:
+    """`helm package` makes the archive a chart repository serves; Helm keeps each release (the chart's templates and
+    files base64 in JSON, gzipped, base64 again) in a Secret, which the API server refuses over 1 MiB."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    done = helm("package", str(CHART), "--destination", str(tmp_path))
+    archive = tmp_path / f"cdcwatch-{chart['version']}.tgz"
+    assert done.returncode == 0 and archive.is_file(), done.stdout + done.stderr
+    with tarfile.open(archive) as tar:
+        members = {m.name.removeprefix("cdcwatch/"): tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    generated = {str(p.relative_to(CHART)) for p in (CHART / "files").rglob("*") if p.is_file()}
+    assert generated and generated <= set(members) and {"values.schema.json", "templates/_helpers.tpl"} <= set(members)
+    assert yaml.safe_load(members["Chart.yaml"]) == chart
+    manifest = helm("template", "cdcwatch", str(archive), "--kube-version", KUBERNETES_VERSIONS[-1], "-f",
+                    str(EXAMPLES[0]), "--set", "podMonitor.enabled=true")
+    assert manifest.returncode == 0, manifest.stderr
+    release = {"chart": {"files": [{"name": n, "data": base64.b64encode(d).decode()} for n, d in members.items()]},
+               "manifest": manifest.stdout}
+    stored = base64.b64encode(gzip.compress(json.dumps(release).encode()))
+    assert len(stored) < 768 * 1024, len(stored)
+
+
+def test_the_chart_version_has_its_upgrading_notes() -> None:
+    """The policy of docs/deploy/kubernetes.md: the chart's own SemVer version, each with a section under Upgrading."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", chart["version"])
+    docs = (ROOT / "docs" / "deploy" / "kubernetes.md").read_text()
+    upgrading = docs[docs.index("\n## Upgrading\n"):]
+    assert f"\n### To {chart['version']}\n" in upgrading

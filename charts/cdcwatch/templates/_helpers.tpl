@@ -59,3 +59,80 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $held := "@@cdcwatch-spark-job@@" }}
 {{- $text | replace $spark $held | replace (printf "job=%scdcwatch%s" $q $q) (printf "job=%s%s%s" $q $jobs.exporter $q) | replace $held (printf "job=%s%s%s" $q $jobs.spark $q) }}
 {{- end }}
+
+{{/* The deployment's stages (files/mixin/stages.json: the mixin's, in shape-bit order) as JSON, stage → on: each
+     `stages` value true or false as given; `auto` on when `config` has an entry in the stage's section (one with its
+     key set, for connect_jmx), or when the chart value it follows is true (spark: podMonitor.enabled). */}}
+{{- define "cdcwatch.stages" -}}
+{{- $spec := .Files.Get "files/mixin/stages.json" | fromJson }}
+{{- $given := .Values.stages | default dict }}
+{{- $on := dict }}
+{{- range $stage := $spec.stages }}
+{{- $value := index $given $stage }}
+{{- $source := index $spec.sources $stage }}
+{{- if kindIs "bool" $value }}
+{{- $_ := set $on $stage $value }}
+{{- else if $source.section }}
+{{- $found := false }}
+{{- range (index ($.Values.config | default dict) $source.section | default list) }}
+{{- if or (not $source.key) (and (kindIs "map" .) (index . $source.key)) }}{{ $found = true }}{{ end }}
+{{- end }}
+{{- $_ := set $on $stage $found }}
+{{- else }}
+{{- $chartValue := $.Values }}
+{{- range splitList "." $source.value }}{{ $chartValue = index $chartValue . }}{{ end }}
+{{- $_ := set $on $stage (eq (toString $chartValue) "true") }}
+{{- end }}
+{{- end }}
+{{- toJson $on }}
+{{- end }}
+
+{{/* The shape number of the deployment's stages: bit i set when the i-th stage of files/mixin/stages.json is on. */}}
+{{- define "cdcwatch.shape" -}}
+{{- $spec := .Files.Get "files/mixin/stages.json" | fromJson }}
+{{- $on := include "cdcwatch.stages" . | fromJson }}
+{{- $shape := 0 }}{{- $bit := 1 }}
+{{- range $spec.stages }}
+{{- if index $on . }}{{ $shape = add $shape $bit }}{{ end }}
+{{- $bit = mul $bit 2 }}
+{{- end }}
+{{- $shape }}
+{{- end }}
+
+{{/* One shaped text of files/mixin/ (cdcwatch/mixin/kubernetes.py writes them) for a shape: (list TEXT SHAPE). Its
+     chunks whose mask has the shape, joined: exactly what `cdcwatch mixin generate` writes for those stages. A
+     mask is 64 hexadecimal digits, digit k bit j for shape 4k+j. */}}
+{{- define "cdcwatch.shaped" -}}
+{{- $bundle := index . 0 | fromJson }}
+{{- $shape := index . 1 | int }}
+{{- $digit := div $shape 4 | int }}
+{{- $bit := index (list 1 2 4 8) (mod $shape 4 | int) }}
+{{- $hex := dict "0" 0 "1" 1 "2" 2 "3" 3 "4" 4 "5" 5 "6" 6 "7" 7 "8" 8 "9" 9 "a" 10 "b" 11 "c" 12 "d" 13 "e" 14 "f" 15 }}
+{{- $on := list }}
+{{- range $bundle.masks }}
+{{- $on = append $on (eq (mod (div (get $hex (substr $digit (add1 $digit | int) .)) $bit) 2 | int) 1) }}
+{{- end }}
+{{- range $bundle.chunks }}
+{{- if index $on (index . 0 | int) }}{{ index $bundle.texts (index . 1 | int) }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* The runbook links of generated text (rules: runbook_url, dashboards: their panels' links) at
+     prometheusRule.runbookBaseUrl, when set. */}}
+{{- define "cdcwatch.withRunbook" -}}
+{{- $text := index . 0 }}{{- $values := index . 1 }}
+{{- with $values.prometheusRule.runbookBaseUrl }}
+{{- $text = regexReplaceAll "(?m)^(\\s+runbook_url: )[^#\\n]*#" $text (printf "${1}%s#" .) }}
+{{- $text = regexReplaceAll "(\"url\": \")[^\"#]*#" $text (printf "${1}%s#" .) }}
+{{- end }}
+{{- $text }}
+{{- end }}
+
+{{/* The stages that are on, comma-separated, in pipeline order ("" when none is). */}}
+{{- define "cdcwatch.stageList" -}}
+{{- $spec := .Files.Get "files/mixin/stages.json" | fromJson }}
+{{- $on := include "cdcwatch.stages" . | fromJson }}
+{{- $list := list }}
+{{- range $spec.stages }}{{ if index $on . }}{{ $list = append $list . }}{{ end }}{{ end }}
+{{- join "," $list }}
+{{- end }}

@@ -1,0 +1,155 @@
+"""The chart's `stages`: the PrometheusRule, the inhibitions and the dashboards `helm template` renders for a
+deployment shape are what the mixin generates for the same stages (and selectors, runbook and Grafana addresses),
+the rules pass that shape's promtool tests as the chart rendered them, and a stage left at `auto` follows what the
+chart deploys, so a part of the pipeline that is not there cannot page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cdcwatch.mixin import MixinConfig
+from cdcwatch.mixin.dashboards import build_dashboards
+from cdcwatch.mixin.generate import _HEADER, rules_yaml
+from cdcwatch.mixin.inhibit import inhibit_yaml
+from cdcwatch.mixin.rules import promtool_tests
+from cdcwatch.mixin.stages import STAGES
+from tests.tools import tool
+from tests.unit.test_chart import CHART, EXAMPLES, of_kind, rendered
+from tests.unit.test_mixin import LITERAL_SHAPES, SHAPES, _unproven
+
+pytestmark = pytest.mark.chart
+
+TARGET = {"postgres": [{"name": "db"}]}
+"""One target: the chart renders nothing without one."""
+MYSQL_ALONE = {stage: stage in ("debezium", "connect_rest", "connect_jmx", "mysql") for stage in STAGES}
+"""test_mixin's MySQL-alone case (Debezium on MySQL, neither PostgreSQL, Kafka nor Spark)."""
+CHART_SHAPES: dict[str, dict[str, bool]] = {
+    **{name: {stage: shape.get(stage, True) for stage in STAGES} for name, shape in {**SHAPES, **LITERAL_SHAPES}.items()},
+    "MySQL alone": MYSQL_ALONE,
+    "nothing": dict.fromkeys(STAGES, False),
+}
+"""The shapes test_mixin proves (its named shapes and every stage left out once), its MySQL-alone case, and no stage:
+every stage on and off."""
+
+
+def test_every_stage_is_on_and_off_in_some_shape() -> None:
+    assert {(stage, shape[stage]) for shape in CHART_SHAPES.values() for stage in STAGES} == \
+        {(stage, on) for stage in STAGES for on in (True, False)}
+
+
+def values(stages: dict[str, bool], **more: Any) -> str:
+    return json.dumps({"config": TARGET, "stages": stages, **more})
+
+
+def mixin(stages: dict[str, bool], **more: Any) -> MixinConfig:
+    return MixinConfig.model_validate({"stages": stages, **more})
+
+
+def chart_rules(objects: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    (rule,) = of_kind(objects, "PrometheusRule")
+    return dict(rule["spec"])
+
+
+def chart_inhibitions(objects: tuple[dict[str, Any], ...]) -> str:
+    (config_map,) = [m for m in of_kind(objects, "ConfigMap") if "cdcwatch-inhibit.yml" in m["data"]]
+    return str(config_map["data"]["cdcwatch-inhibit.yml"])
+
+
+def chart_dashboards(objects: tuple[dict[str, Any], ...]) -> dict[str, str]:
+    return {name: text for m in of_kind(objects, "ConfigMap") if m["metadata"]["name"].count("-dashboard-")
+            for name, text in m["data"].items()}
+
+
+def mixin_dashboards(config: MixinConfig) -> dict[str, str]:
+    return {name: json.dumps(model, indent=2, sort_keys=True) + "\n" for name, model in build_dashboards(config).items()}
+
+
+@pytest.mark.parametrize("shape", CHART_SHAPES)
+def test_the_chart_carries_what_the_mixin_generates_for_the_shape(shape: str) -> None:
+    stages = CHART_SHAPES[shape]
+    objects = rendered(values(stages))
+    config = mixin(stages)
+    assert chart_rules(objects) == yaml.safe_load(rules_yaml(config))
+    assert chart_inhibitions(objects) == inhibit_yaml(config, _HEADER)
+    assert chart_dashboards(objects) == mixin_dashboards(config)
+    (rule,) = of_kind(objects, "PrometheusRule")
+    assert rule["metadata"]["annotations"]["cdcwatch.io/stages"] == ",".join(s for s in STAGES if stages[s])
+
+
+def test_selectors_runbook_and_grafana_addresses_reach_rules_and_dashboards_as_the_mixin_writes_them() -> None:
+    stages = CHART_SHAPES["no spark"]
+    objects = rendered(values(stages, jobs={"exporter": "cdc-exporter", "spark": "cdc-spark"},
+                              prometheusRule={"runbookBaseUrl": "https://docs.example.com/cdcwatch/runbook/",
+                                              "grafanaUrl": "https://grafana.example.com/"}))
+    config = mixin(stages, selectors={"cdcwatch": 'job="cdc-exporter"', "spark": 'job="cdc-spark"'},
+                   runbook_base_url="https://docs.example.com/cdcwatch/runbook/", grafana_url="https://grafana.example.com")
+    assert chart_rules(objects) == yaml.safe_load(rules_yaml(config))
+    assert chart_dashboards(objects) == mixin_dashboards(config)
+    assert "runbook.md" not in json.dumps(chart_dashboards(objects))
+
+
+def test_promtool_passes_each_shapes_tests_on_the_rules_the_chart_rendered(tmp_path: Path) -> None:
+    """Each shape's generated promtool test file, run on the chart's PrometheusRule of that shape, in one promtool
+    run; a check whose outcome exactly the same check, rules and series decide is run once (test_mixin's
+    `_unproven`), which leaves a minute or two of promtool."""
+    proven: set[str] = set()
+    files = []
+    for shape, stages in CHART_SHAPES.items():
+        config = mixin(stages)
+        if not (tests := _unproven(config, proven))["tests"]:
+            continue
+        folder = tmp_path / shape.replace(" ", "-")
+        folder.mkdir()
+        (folder / tests["rule_files"][0]).write_text(yaml.safe_dump(chart_rules(rendered(values(stages)))))
+        (folder / "test.yml").write_text(yaml.safe_dump(tests))
+        files.append(str(folder / "test.yml"))
+    assert files and promtool_tests(mixin(CHART_SHAPES["everything"]), "x")["tests"]
+    tested = subprocess.run([tool("promtool"), "test", "rules", *files], capture_output=True, text=True)
+    failed = [run for run in tested.stdout.split("Unit Testing:") if "FAILED" in run]
+    assert tested.returncode == 0, "".join(run[:3000] for run in failed) or tested.stderr
+
+
+def stages_of(objects: tuple[dict[str, Any], ...]) -> set[str]:
+    (rule,) = of_kind(objects, "PrometheusRule")
+    return set(filter(None, rule["metadata"]["annotations"]["cdcwatch.io/stages"].split(",")))
+
+
+@pytest.mark.parametrize(("chart_values", "expected"), [
+    ({"config": {"kafka": [{"name": "k", "bootstrap_servers": "b:9092"}]}}, {"kafka"}),
+    ({"config": {"connect": [{"name": "c", "url": "http://c:8083"}]}}, {"connect_rest"}),
+    ({"config": {"connect": [{"name": "c", "url": "http://c:8083", "jmx": {"host": "c", "port": 9999}}]}},
+     {"connect_rest", "connect_jmx"}),
+    ({"config": {"debezium": [{"name": "d", "jmx": {"host": "d", "port": 9999}}], "mysql": [{"name": "m", "user": "u"}]}},
+     {"debezium", "mysql"}),
+    ({"config": TARGET, "podMonitor": {"enabled": True}}, {"postgres", "spark"}),
+    ({"config": {"reconcile": [{"name": "r", "source": {"engine": "postgres", "user": "u", "table": "s.t"},
+                                "target": {"engine": "postgres", "user": "u", "format": "apply"}}]}}, {"reconcile"}),
+    ({"config": TARGET, "stages": {"spark": True, "postgres": False}}, {"spark"}),
+    ({"config": TARGET, "podMonitor": {"enabled": True}, "stages": {"spark": False}}, {"postgres"}),
+], ids=["kafka", "connect", "connect-jmx", "debezium-mysql", "podmonitor", "reconcile", "spark-forced", "spark-off"])
+def test_auto_stages_follow_what_the_chart_deploys(chart_values: dict[str, Any], expected: set[str]) -> None:
+    assert stages_of(rendered(json.dumps(chart_values))) == expected
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_a_cluster_without_spark_gets_no_spark_alert_and_no_spark_board(example: Path) -> None:
+    """Each example without the Spark drivers' PodMonitor (values-cluster.yaml's Spark job left out)."""
+    objects = rendered(str(example), '{"podMonitor": {"enabled": false}}')
+    assert "spark" not in stages_of(objects)
+    alerts = [r["alert"] for g in chart_rules(objects)["groups"] for r in g["rules"] if "alert" in r]
+    assert alerts and not [a for a in alerts if "Spark" in a]
+    assert "CdcSparkDriverAbsent" not in chart_inhibitions(objects)
+    boards = chart_dashboards(objects)
+    assert boards and "cdcwatch-spark.json" not in boards and "cdcwatch_spark" not in json.dumps(boards)
+    with_spark = rendered(str(example), '{"podMonitor": {"enabled": true}}')
+    assert "CdcSparkDriverAbsent" in json.dumps(chart_rules(with_spark)) and "cdcwatch-spark.json" in chart_dashboards(with_spark)
+
+
+def test_values_yaml_lists_every_stage_at_auto() -> None:
+    assert yaml.safe_load((CHART / "values.yaml").read_text())["stages"] == dict.fromkeys(STAGES, "auto")
