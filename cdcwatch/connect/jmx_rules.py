@@ -1,10 +1,10 @@
 """The worker's `kafka.connect` MBeans → metrics, as data: one rule per (bean type, attribute).
 
-Each rule exports into a metric family declared once as a `MetricSpec`: inline where one attribute feeds
-the family, as a shared constant where several do (one label value each). `CONNECT_JMX_METRICS` gathers them
-with the status state sets (a name declared twice is an error). A spec's labels are those the bean gives
-(connector and its server, task) and the rule's own; the rule's are checked when the rule is made, the bean's
-as each sample is added.
+Each rule exports into a metric family declared once as a `MetricSpec`, a constant spelling out the full
+metric name (grep finds where it is defined); the rules of a family several attributes feed share its spec, one
+label value each. `CONNECT_JMX_METRICS` gathers them with the status state sets (a name declared twice is an
+error). A spec's labels are those the bean gives (connector and its server, task) and the rule's own; the
+rule's are checked when the rule is made, the bean's as each sample is added.
 
 Only listed attributes are requested: reading `connector-type` (a Java enum) fails unless
 connect-api is on the JMX client's classpath, and the rest are not needed.
@@ -42,64 +42,89 @@ TASK_ERROR_BEANS = "task-error-metrics"
 
 _CONNECTOR = ("connector", "server")  # the labels of a connector's beans
 _TASK = (*_CONNECTOR, "task")  # of a task's beans
+_STATUS = "Status the worker's MBean reports, as a state set."
 
-
-def _g(name: str, help: str, *labels: str) -> MetricSpec:
-    return MetricSpec("cdcwatch_connect_" + name, "gauge", help, labels)
-
-
-def _c(name: str, help: str, *labels: str) -> MetricSpec:
-    return MetricSpec("cdcwatch_connect_" + name + "_total", "counter", help, labels)
-
-
-_CONNECTOR_TASKS = _g("worker_connector_tasks", "The connector's tasks on this worker, by state.", *_CONNECTOR, "state")
+# The families, each declared once under its full name; the rules below refer to them (the attributes feeding one
+# family share its spec, each with its own label value).
+# the worker's bean
+CONNECT_WORKER_CONNECTORS = MetricSpec("cdcwatch_connect_worker_connectors", "gauge", "Connectors on the worker.")
+CONNECT_WORKER_TASKS = MetricSpec("cdcwatch_connect_worker_tasks", "gauge", "Tasks on the worker.")
+CONNECT_WORKER_CONNECTOR_STARTUP_ATTEMPTS_TOTAL = MetricSpec(
+    "cdcwatch_connect_worker_connector_startup_attempts_total", "counter", "Connector starts the worker attempted.")
+CONNECT_WORKER_CONNECTOR_STARTUP_FAILURES_TOTAL = MetricSpec("cdcwatch_connect_worker_connector_startup_failures_total", "counter", (
+    "Connector starts that failed (a connector that fails at startup has no MBeans of its own)."))
+CONNECT_WORKER_TASK_STARTUP_FAILURES_TOTAL = MetricSpec(
+    "cdcwatch_connect_worker_task_startup_failures_total", "counter", "Task starts that failed.")
+# the worker's bean of each connector
+CONNECT_WORKER_CONNECTOR_TASKS = MetricSpec(
+    "cdcwatch_connect_worker_connector_tasks", "gauge", "The connector's tasks on this worker, by state.", (*_CONNECTOR, "state"))
+# a task's beans
+CONNECT_TASK_BATCH_SIZE_AVG = MetricSpec("cdcwatch_connect_task_batch_size_avg", "gauge", "Average records per batch.", _TASK)
+CONNECT_TASK_RUNNING_RATIO = MetricSpec("cdcwatch_connect_task_running_ratio", "gauge", "Fraction of time the task was running.", _TASK)
+CONNECT_TASK_OFFSET_COMMIT_FAILURE_RATIO = MetricSpec(
+    "cdcwatch_connect_task_offset_commit_failure_ratio", "gauge", "Fraction of offset commits that failed.", _TASK)
+# a source task's beans
+CONNECT_SOURCE_RECORDS_POLLED_TOTAL = MetricSpec(
+    "cdcwatch_connect_source_records_polled_total", "counter", "Records the source task polled (before transformations).", _TASK)
+CONNECT_SOURCE_RECORDS_WRITTEN_TOTAL = MetricSpec(
+    "cdcwatch_connect_source_records_written_total", "counter", "Records the source task wrote to Kafka (after transformations).", _TASK)
+CONNECT_SOURCE_RECORD_POLL_RATE = MetricSpec(
+    "cdcwatch_connect_source_record_poll_rate", "gauge", "Records polled per second (the worker's own rate window).", _TASK)
+CONNECT_SOURCE_RECORDS_ACTIVE = MetricSpec(
+    "cdcwatch_connect_source_records_active", "gauge", "Records polled but not yet acknowledged by Kafka.", _TASK)
+CONNECT_SOURCE_POLL_BATCH_AVG_SECONDS = MetricSpec(
+    "cdcwatch_connect_source_poll_batch_avg_seconds", "gauge", "Average time to poll a batch.", _TASK)
+CONNECT_SOURCE_POLL_BATCH_MAX_SECONDS = MetricSpec(
+    "cdcwatch_connect_source_poll_batch_max_seconds", "gauge", "Longest time to poll a batch.", _TASK)
+# a task's error beans
+CONNECT_TASK_RECORD_ERRORS_TOTAL = MetricSpec(
+    "cdcwatch_connect_task_record_errors_total", "counter", "Records that failed in the task.", _TASK)
+CONNECT_TASK_RECORD_FAILURES_TOTAL = MetricSpec(
+    "cdcwatch_connect_task_record_failures_total", "counter", "Record processing failures (retried ones included).", _TASK)
+CONNECT_TASK_RECORDS_SKIPPED_TOTAL = MetricSpec(
+    "cdcwatch_connect_task_records_skipped_total", "counter", "Records skipped because of errors (errors.tolerance=all).", _TASK)
+CONNECT_TASK_RETRIES_TOTAL = MetricSpec("cdcwatch_connect_task_retries_total", "counter", "Retried operations.", _TASK)
+CONNECT_TASK_ERRORS_LOGGED_TOTAL = MetricSpec("cdcwatch_connect_task_errors_logged_total", "counter", "Errors logged.", _TASK)
+CONNECT_TASK_DLQ_PRODUCE_REQUESTS_TOTAL = MetricSpec(
+    "cdcwatch_connect_task_dlq_produce_requests_total", "counter", "Records written to the dead letter queue.", _TASK)
+CONNECT_TASK_DLQ_PRODUCE_FAILURES_TOTAL = MetricSpec(
+    "cdcwatch_connect_task_dlq_produce_failures_total", "counter", "Failed writes to the dead letter queue.", _TASK)
+CONNECT_TASK_LAST_ERROR_TIMESTAMP_SECONDS = MetricSpec(
+    "cdcwatch_connect_task_last_error_timestamp_seconds", "gauge", "When the task last had an error (0: never).", _TASK)
+# the `status` of a connector's and a task's beans
+CONNECT_JMX_CONNECTOR_STATUS = MetricSpec("cdcwatch_connect_jmx_connector_status", "gauge", _STATUS, (*_CONNECTOR, "state"))
+CONNECT_JMX_TASK_STATUS = MetricSpec("cdcwatch_connect_jmx_task_status", "gauge", _STATUS, (*_TASK, "state"))
 
 CONNECT_RULES: tuple[ConnectRule, ...] = (
-    ConnectRule(WORKER_BEANS, "connector-count", _g("worker_connectors", "Connectors on the worker.")),
-    ConnectRule(WORKER_BEANS, "task-count", _g("worker_tasks", "Tasks on the worker.")),
-    ConnectRule(WORKER_BEANS, "connector-startup-attempts-total", _c("worker_connector_startup_attempts",
-                                                           "Connector starts the worker attempted.")),
-    ConnectRule(WORKER_BEANS, "connector-startup-failure-total", _c("worker_connector_startup_failures", (
-        "Connector starts that failed (a connector that fails at startup has no MBeans of its own)."))),
-    ConnectRule(WORKER_BEANS, "task-startup-failure-total", _c("worker_task_startup_failures", "Task starts that failed.")),
-    *(ConnectRule(WORKER_CONNECTOR_BEANS, f"connector-{state}-task-count", _CONNECTOR_TASKS, labels=(("state", state),))
+    ConnectRule(WORKER_BEANS, "connector-count", CONNECT_WORKER_CONNECTORS),
+    ConnectRule(WORKER_BEANS, "task-count", CONNECT_WORKER_TASKS),
+    ConnectRule(WORKER_BEANS, "connector-startup-attempts-total", CONNECT_WORKER_CONNECTOR_STARTUP_ATTEMPTS_TOTAL),
+    ConnectRule(WORKER_BEANS, "connector-startup-failure-total", CONNECT_WORKER_CONNECTOR_STARTUP_FAILURES_TOTAL),
+    ConnectRule(WORKER_BEANS, "task-startup-failure-total", CONNECT_WORKER_TASK_STARTUP_FAILURES_TOTAL),
+    *(ConnectRule(WORKER_CONNECTOR_BEANS, f"connector-{state}-task-count", CONNECT_WORKER_CONNECTOR_TASKS, labels=(("state", state),))
       for state in ("running", "paused", "failed", "unassigned", "restarting", "destroyed")),
-    ConnectRule(TASK_BEANS, "batch-size-avg", _g("task_batch_size_avg", "Average records per batch.", *_TASK)),
-    ConnectRule(TASK_BEANS, "running-ratio", _g("task_running_ratio", "Fraction of time the task was running.", *_TASK)),
-    ConnectRule(TASK_BEANS, "offset-commit-failure-percentage", _g("task_offset_commit_failure_ratio",
-                                                           "Fraction of offset commits that failed.", *_TASK), scale=0.01),
-    ConnectRule(SOURCE_TASK_BEANS, "source-record-poll-total", _c("source_records_polled",
-                                                   "Records the source task polled (before transformations).", *_TASK)),
-    ConnectRule(SOURCE_TASK_BEANS, "source-record-write-total", _c("source_records_written",
-                                                    "Records the source task wrote to Kafka (after transformations).", *_TASK)),
-    ConnectRule(SOURCE_TASK_BEANS, "source-record-poll-rate", _g("source_record_poll_rate",
-                                                  "Records polled per second (the worker's own rate window).", *_TASK)),
-    ConnectRule(SOURCE_TASK_BEANS, "source-record-active-count", _g("source_records_active",
-                                                     "Records polled but not yet acknowledged by Kafka.", *_TASK)),
-    ConnectRule(SOURCE_TASK_BEANS, "poll-batch-avg-time-ms", _g("source_poll_batch_avg_seconds", "Average time to poll a batch.", *_TASK),
-                scale=0.001),
-    ConnectRule(SOURCE_TASK_BEANS, "poll-batch-max-time-ms", _g("source_poll_batch_max_seconds", "Longest time to poll a batch.", *_TASK),
-                scale=0.001),
-    ConnectRule(TASK_ERROR_BEANS, "total-record-errors", _c("task_record_errors", "Records that failed in the task.", *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "total-record-failures", _c("task_record_failures", "Record processing failures (retried ones included).",
-                                                *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "total-records-skipped", _c("task_records_skipped",
-                                                "Records skipped because of errors (errors.tolerance=all).", *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "total-retries", _c("task_retries", "Retried operations.", *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "total-errors-logged", _c("task_errors_logged", "Errors logged.", *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "deadletterqueue-produce-requests", _c("task_dlq_produce_requests",
-                                                           "Records written to the dead letter queue.", *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "deadletterqueue-produce-failures", _c("task_dlq_produce_failures",
-                                                           "Failed writes to the dead letter queue.", *_TASK)),
-    ConnectRule(TASK_ERROR_BEANS, "last-error-timestamp", _g("task_last_error_timestamp_seconds",
-                                                             "When the task last had an error (0: never).", *_TASK),
-                scale=0.001),
+    ConnectRule(TASK_BEANS, "batch-size-avg", CONNECT_TASK_BATCH_SIZE_AVG),
+    ConnectRule(TASK_BEANS, "running-ratio", CONNECT_TASK_RUNNING_RATIO),
+    ConnectRule(TASK_BEANS, "offset-commit-failure-percentage", CONNECT_TASK_OFFSET_COMMIT_FAILURE_RATIO, scale=0.01),
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-poll-total", CONNECT_SOURCE_RECORDS_POLLED_TOTAL),
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-write-total", CONNECT_SOURCE_RECORDS_WRITTEN_TOTAL),
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-poll-rate", CONNECT_SOURCE_RECORD_POLL_RATE),
+    ConnectRule(SOURCE_TASK_BEANS, "source-record-active-count", CONNECT_SOURCE_RECORDS_ACTIVE),
+    ConnectRule(SOURCE_TASK_BEANS, "poll-batch-avg-time-ms", CONNECT_SOURCE_POLL_BATCH_AVG_SECONDS, scale=0.001),
+    ConnectRule(SOURCE_TASK_BEANS, "poll-batch-max-time-ms", CONNECT_SOURCE_POLL_BATCH_MAX_SECONDS, scale=0.001),
+    ConnectRule(TASK_ERROR_BEANS, "total-record-errors", CONNECT_TASK_RECORD_ERRORS_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "total-record-failures", CONNECT_TASK_RECORD_FAILURES_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "total-records-skipped", CONNECT_TASK_RECORDS_SKIPPED_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "total-retries", CONNECT_TASK_RETRIES_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "total-errors-logged", CONNECT_TASK_ERRORS_LOGGED_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "deadletterqueue-produce-requests", CONNECT_TASK_DLQ_PRODUCE_REQUESTS_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "deadletterqueue-produce-failures", CONNECT_TASK_DLQ_PRODUCE_FAILURES_TOTAL),
+    ConnectRule(TASK_ERROR_BEANS, "last-error-timestamp", CONNECT_TASK_LAST_ERROR_TIMESTAMP_SECONDS, scale=0.001),
 )
 
-_STATUS = "Status the worker's MBean reports, as a state set."
 STATUS_RULES: dict[str, MetricSpec] = {
-    "connector-metrics": _g("jmx_connector_status", _STATUS, *_CONNECTOR, "state"),
-    "connector-task-metrics": _g("jmx_task_status", _STATUS, *_TASK, "state"),
+    "connector-metrics": CONNECT_JMX_CONNECTOR_STATUS,
+    "connector-task-metrics": CONNECT_JMX_TASK_STATUS,
 }
 """Beans whose `status` attribute becomes a state set (the REST states are the authority: they also
 cover connectors that failed before registering any bean)."""

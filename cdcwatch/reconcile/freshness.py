@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from cdcwatch.spark import FRESHNESS_SECONDS, NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS
+
 __all__ = ["KEEP_SECONDS", "POSITION_SERIES", "READ_TIMEOUT_SECONDS", "REFRESH_SECONDS", "FreshnessReader", "Reading"]
 
 log = logging.getLogger("cdcwatch.reconcile")
@@ -39,7 +41,7 @@ REFRESH_SECONDS = 1.0
 less often for a long `settle_seconds`)."""
 KEEP_SECONDS = 30.0
 """How long the last good reading stands in while reads fail."""
-POSITION_SERIES = {"cdcwatch_spark_freshness_seconds": "cdcwatch_spark_newest_applied_change_timestamp_seconds"}
+POSITION_SERIES = {FRESHNESS_SECONDS.name: NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS.name}
 """Freshness metrics that count heartbeats (a connector's clock, not a source position) → the series of the same
 endpoint dating the newest applied change by its source commit time, which the gate reads instead."""
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from cdcwatch.collectors import COLLECTORS
 from cdcwatch.config import DebeziumTargetConfig
 from cdcwatch.connect import CONNECT_JMX_METRICS, CONNECT_METRICS, ConnectCollector
 from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES, ConnectRule
@@ -18,7 +19,7 @@ from cdcwatch.jmx import MBean
 from cdcwatch.kafka import KAFKA_METRICS
 from cdcwatch.kafka.collector import KAFKA_TOPIC_PARTITIONS
 from cdcwatch.postgres import SLOT_METRICS
-from cdcwatch.reference import metrics_reference
+from cdcwatch.reference import metric_types, metrics_reference
 from cdcwatch.spark import SPARK_METRICS
 from spark_listeners.metrics import SinkOutcome, SparkMetrics
 from tests.fixtures import read_dump
@@ -276,3 +277,39 @@ def test_collectors_name_their_metric_specs_by_constant_never_by_string() -> Non
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert not _BY_NAME.search(line), f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+
+
+def _every_declared_spec() -> dict[str, MetricSpec]:
+    """Every spec the metrics reference (`cdcwatch docs metrics`) documents, from the same registry: the exporter's
+    own, each registered collector's tables, the Spark listener's."""
+    specs = [*SELF_METRICS.values(), *(spec for entry in COLLECTORS for spec in entry.specs()), *SPARK_METRICS.values()]
+    return {spec.name: spec for spec in specs}
+
+
+_QUOTED_NAME = re.compile(r"""(["'])(cdcwatch_\w+)\1""")
+_DEFINITION = re.compile(r"""\bMetricSpec\(\s*(["'])(cdcwatch_\w+)\1""")
+
+
+def test_every_metric_name_is_written_out_once_where_it_is_defined() -> None:
+    """Grep finds where a metric is defined: its full name, quoted, occurs exactly once in cdcwatch/ and
+    spark_listeners/, as the name of its `MetricSpec(...)`. A name built from pieces (a prefix, `_total` added by a
+    helper, an f-string, a loop) is found nowhere; a name written out again elsewhere is a second place to keep in
+    step (code refers to the spec instead, `SPEC.name`). Mentions in prose (backquoted in docstrings) do not count.
+
+    cdcwatch/mixin/ is left out: it writes PromQL against the series Prometheus holds, as any user of the metrics
+    would, so it spells the names out quoted by design; its own tests check every name it uses is a declared one."""
+    declared = _every_declared_spec()
+    assert set(declared) == set(metric_types())  # the registry is every metric the reference documents
+    quoted: dict[str, list[str]] = {name: [] for name in declared}
+    defined: dict[str, list[str]] = {name: [] for name in declared}
+    for path in sorted([*(ROOT / "cdcwatch").rglob("*.py"), *(ROOT / "spark_listeners").rglob("*.py")]):
+        if path.is_relative_to(ROOT / "cdcwatch" / "mixin"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for found, pattern in ((quoted, _QUOTED_NAME), (defined, _DEFINITION)):
+            for match in pattern.finditer(text):
+                if match.group(2) in found:
+                    found[match.group(2)].append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start(2)) + 1}")
+    wrong = [f"{name}: quoted at {', '.join(quoted[name]) or 'no place'}; the name of {len(defined[name])} MetricSpec(...)"
+             for name in declared if len(quoted[name]) != 1 or len(defined[name]) != 1]
+    assert not wrong, "\n".join(wrong)
