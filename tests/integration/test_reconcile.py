@@ -27,7 +27,7 @@ import pytest
 from cdcwatch.events import Kind, decode
 from devstack.configs import exporter_config, reconcile_pair, reconcile_side
 from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
-from devstack.procs import free_port, wait_for
+from devstack.procs import StackError, free_port, wait_for
 from spark_listeners.target import STAGE_COLUMNS, PostgresTarget
 from tests.integration.conftest import promtool_check, value
 
@@ -73,6 +73,12 @@ class Applier:
         self.http = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Metrics)
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
         self.thread.start()
+
+    def running(self) -> bool:
+        """True while it applies; a failure of its own (a line it could not read) ends any wait at once."""
+        if self.errors:
+            raise StackError(f"the applier failed: {self.errors!r}")
+        return True
 
     @property
     def freshness_url(self) -> str:
@@ -127,13 +133,22 @@ def diverged(values, pair: str) -> dict[str, float | None]:
     return {kind: value(values, "cdcwatch_reconcile_rows_diverged", target=pair, kind=kind) for kind in KINDS}
 
 
-def scrape_until(serve, holds, timeout: float, what: str) -> dict:
-    """The first scrape for which `holds(values)`."""
+def scrape_until(serve, holds, timeout: float, what: str, pair: str = "items") -> dict:
+    """The first scrape for which `holds(values)`; on a timeout, what the pair reported last."""
+    last: list[dict] = []
+
     def check() -> dict | None:
         values = serve.scrape()
+        last[:] = [values]
         return values if holds(values) else None
 
-    return wait_for(check, timeout, what, interval=0.3)
+    try:
+        return wait_for(check, timeout, what, interval=0.3)
+    except StackError as exc:
+        shown = {name: value(last[0], name, target=pair) for name in (
+            "cdcwatch_reconcile_rows_suspect", "cdcwatch_reconcile_freshness_gate_open",
+            "cdcwatch_reconcile_freshness_readable", "cdcwatch_reconcile_rechecks_held_total")} if last else {}
+        raise StackError(f"{exc}; last: diverged {diverged(last[0], pair) if last else None}, {shown}") from None
 
 
 def passes_after(serve, pair: str, moment: float, count: int = 1, timeout: float = 90) -> dict:
@@ -235,7 +250,8 @@ def test_postgres_to_apply_target_no_false_alarm_under_replay_then_exact_counts(
                      "INSERT INTO rc_apply.rows (table_id, row_key, row, position, deleted) VALUES ('postgres.public.rc_items',"
                      " '[[\"id\",100000]]', '{\"id\": 100000, \"name\": \"stray\"}', '0', false)")
         expected = {kind: float(len(keys)) for kind, keys in INJECTED.items()}
-        values = scrape_until(serve, lambda v: diverged(v, "items") == expected, 60, "the injected divergences reported")
+        values = scrape_until(serve, lambda v: applier.running() and diverged(v, "items") == expected, 60,
+                              "the injected divergences reported")
         assert value(values, "cdcwatch_reconcile_oldest_divergence_age_seconds", target="items") > 0
         values = passes_after(serve, "items", time.time(), count=2)
         assert diverged(values, "items") == expected  # and nothing more, with the neighbours still changing
@@ -250,7 +266,7 @@ def test_postgres_to_apply_target_no_false_alarm_under_replay_then_exact_counts(
         # repair: the extra row removed, the others re-sent by touching them at the source
         postgres.sql("DELETE FROM rc_apply.rows WHERE row_key = '[[\"id\",100000]]';"
                      "UPDATE rc_items SET qty = qty WHERE id IN (10, 11, 20)")
-        values = scrape_until(serve, lambda v: diverged(v, "items") == dict.fromkeys(KINDS, 0.0), 60,
+        values = scrape_until(serve, lambda v: applier.running() and diverged(v, "items") == dict.fromkeys(KINDS, 0.0), 60,
                               "the divergences resolved after the repair")
         assert value(values, "cdcwatch_reconcile_oldest_divergence_age_seconds", target="items") == 0
     finally:
