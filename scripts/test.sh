@@ -6,9 +6,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+if [ $# -eq 0 ]; then
+  # the container image is built meanwhile (the image test waits for it: one build at a time), so its download and
+  # unpacking overlap the checks below
+  mkdir -p .cdcwatch
+  (scripts/build-image.sh >.cdcwatch/build-image.log 2>&1 || true) &
+fi
 scripts/lint.sh
 scripts/check-no-extras.sh
 if [ $# -eq 0 ]; then
-  exec .venv/bin/python -m pytest -m "integration or spark or preview or chart"
+  # two workers, each test module on one of them (its servers started once), the longest modules handed out first
+  # (tests/integration/conftest.py): most of the suite waits on servers and alerts, not on the CPU
+  exec .venv/bin/python -m pytest -m "integration or spark or preview or chart" -n 2 --dist loadfile
 fi
 exec .venv/bin/python -m pytest "$@"

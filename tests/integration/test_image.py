@@ -11,6 +11,7 @@ host's network (the stack listens on 127.0.0.1).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import uuid
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from cdcwatch import __version__
 from cdcwatch.promapi import PrometheusApi
 from devstack.configs import connect_worker, exporter_config, jmx_target, kafka_cluster, listen, mysql_source, postgres_source
 from devstack.connect import ConnectWorker
@@ -134,3 +136,16 @@ def test_the_image_checks_and_serves_the_stack_read_only_as_uid_10001(image, wor
         logs = logged.stdout + logged.stderr
         podman("rm", "--force", "--time", "10", container)
     assert "Traceback" not in logs, logs
+
+
+def test_the_image_says_what_it_is_in_oci_labels(image) -> None:
+    """What a registry, a scanner or `podman inspect` shows of the image: its version (cdcwatch's own), the commit
+    it was built from, when, and its licence."""
+    name, _ = image
+    inspected = subprocess.run(["podman", "image", "inspect", "--format", "{{json .Labels}}", name],
+                               capture_output=True, text=True, check=True)
+    labels = json.loads(inspected.stdout)
+    assert labels["org.opencontainers.image.version"] == __version__
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+    assert len(labels["org.opencontainers.image.revision"]) == 40, labels
+    assert labels["org.opencontainers.image.created"].endswith("Z"), labels
