@@ -341,8 +341,8 @@ def profile(config: Path) -> None:
     import pstats
     from collections import defaultdict
 
-    from cdcwatch.config import load_config
     from cdcwatch.exporter import Exporter
+    from cdcwatch.validation import load_config
 
     def by_thread() -> dict[str, float]:
         spent: dict[str, float] = defaultdict(float)

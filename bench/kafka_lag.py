@@ -499,10 +499,10 @@ def stage_profile(config: Path, moved: threading.Event) -> None:
     import cProfile
     import pstats
 
-    from cdcwatch.config import load_config
     from cdcwatch.exposition import LabelBlocks, gzipped, render_text
     from cdcwatch.kafka.collector import KafkaCollector
     from cdcwatch.server import tune_interpreter
+    from cdcwatch.validation import load_config
 
     tune_interpreter()  # as `cdcwatch serve` runs
     collector = KafkaCollector(load_config(config).kafka[0])

@@ -12,15 +12,10 @@ from typing import TYPE_CHECKING
 
 from cdcwatch import __version__, reference
 from cdcwatch.check import render_table
-from cdcwatch.config import (
-    DEFAULT_PORT,
-    WATCH_INTERVAL_SECONDS,
-    Config,
-    ConfigError,
-    load_config,
-)
+from cdcwatch.config import DEFAULT_PORT, WATCH_INTERVAL_SECONDS, Config, ConfigError
 from cdcwatch.exporter import Exporter
 from cdcwatch.server import ListenError, serve
+from cdcwatch.validation import load_config
 from cdcwatch.web import load_web_config
 
 if TYPE_CHECKING:

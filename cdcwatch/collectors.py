@@ -1,17 +1,16 @@
-"""The collector registry: each kind of target cdcwatch collects, registered once with its configuration section, its
-collector class, its metric specs and its section of the metrics reference.
+"""The collector registry: each kind of target cdcwatch collects, registered once with its configuration section,
+its collector class, its metric specs and its section of the metrics reference.
 
-Everything that goes over the kinds of target reads this table: the configuration's checks (a section to scrape,
-names unique within a section, static labels that clash with the exporter's own), building the collectors, the
-failure lines (which service to check), the metrics reference and the mixin's stage of each metric. A new
-collector is one module plus one entry in `COLLECTORS`.
+Everything that goes over the kinds of target reads this table: the configuration's checks (`cdcwatch.validation`:
+a section to scrape, names unique within a section, static labels that clash with the ones a target's collector
+sets), building the collectors, the failure lines (which service to check), the metrics reference and the mixin's
+stage of each metric. A new collector is one module plus one entry in `COLLECTORS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from cdcwatch.config import DebeziumTargetConfig
@@ -26,18 +25,19 @@ from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.mysql.binlog import BINLOG_METRICS, BinlogCollector
 from cdcwatch.postgres.slots import SLOT_METRICS, ReplicationSlotCollector
 from cdcwatch.reconcile.collector import RECONCILE_METRICS, SCRAPE_TIMEOUT_SECONDS, ReconcileCollector
+from cdcwatch.self_metrics import SELF_METRICS
 
 __all__ = ["COLLECTORS", "EXPORTER_LABELS", "CollectorEntry", "exporter_labels", "registered"]
 
 EXPORTER_LABELS = {
-    "collector": "the kind of target, on cdcwatch's own series",
-    "target": "the target's name, on every series",
-    "job": "set by Prometheus",
-    "instance": "set by Prometheus",
-    "le": "a histogram bucket's bound",
-    "quantile": "a summary's quantile",
+    "collector": "set by cdcwatch (the kind of target, on cdcwatch's own series)",
+    "target": "set by cdcwatch (the target's name, on every series)",
+    "job": "set by Prometheus (the scrape's job)",
+    "instance": "set by Prometheus (the scraped address)",
+    "le": "reserved by Prometheus (a histogram bucket's bound)",
+    "quantile": "reserved by Prometheus (a summary's quantile)",
 }
-"""Labels cdcwatch (or Prometheus) sets on series whatever their metric specs say, and why."""
+"""Labels no target's static labels may use, whatever its kind, and who sets them: `label name 'job' is <this>`."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,18 @@ class CollectorEntry:
 
     def stage_of(self, spec: MetricSpec) -> str:
         return self.stage(spec) if self.stage is not None else self.kind
+
+    def reserved_labels(self) -> dict[str, str]:
+        """Every label a static label of this kind's targets may not be named → who sets it (`label name 'x' is
+        <this>`): the exporter-wide ones (`EXPORTER_LABELS`), then the ones this kind's series carry. Another kind's
+        labels are free: they never meet this kind's series."""
+        why = dict(EXPORTER_LABELS)
+        for label in self.series_labels:
+            why.setdefault(label, f"set by the {self.kind} collector (on every {self.kind} series)")
+        for spec in self.specs():
+            for label in spec.labels:
+                why.setdefault(label, f"set by the {self.kind} collector (a label of {spec.name})")
+        return why
 
 
 def _table(intro: str, specs: Sequence[MetricSpec], source: Callable[[MetricSpec], str] | None = None,
@@ -154,25 +166,21 @@ COLLECTORS: tuple[CollectorEntry, ...] = (
 )
 """Every kind of target, in the order the collectors are built and the reference documents them."""
 
+
 def registered(kind: str) -> CollectorEntry | None:
     """The entry of a `collector` kind."""
     return next((entry for entry in COLLECTORS if entry.kind == kind), None)
 
 
-@cache
 def exporter_labels() -> dict[str, str]:
-    """Every label cdcwatch sets itself → why: a static label of that name would be overwritten or clash, so the
-    configuration refuses it."""
-    from cdcwatch.exporter import SELF_METRICS
-
+    """Every label cdcwatch's series can carry, whichever the kind of target, → who sets it: the exporter-wide ones,
+    those of cdcwatch's own series and every kind's. A target's static labels are checked against its own kind's
+    only (`CollectorEntry.reserved_labels`, in `cdcwatch.validation`); this is for what cannot tell the kinds apart."""
     why = dict(EXPORTER_LABELS)
     for spec in SELF_METRICS.values():
         for label in spec.labels:
-            why.setdefault(label, f"a label of {spec.name}")
+            why.setdefault(label, f"set by cdcwatch (a label of {spec.name})")
     for entry in COLLECTORS:
-        for label in entry.series_labels:
-            why.setdefault(label, f"a label of every {entry.kind} series")
-        for spec in entry.specs():
-            for label in spec.labels:
-                why.setdefault(label, f"a label of {spec.name}")
+        for label, setter in entry.reserved_labels().items():
+            why.setdefault(label, setter)
     return why

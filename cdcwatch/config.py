@@ -1,5 +1,9 @@
-"""The YAML configuration: loaded once, `${ENV}`-interpolated, validated into typed objects; and the one
-YAML loader (`load_yaml_model`) the web config and the mixin config are read with too.
+"""The configuration's models, and the one YAML loader (`load_yaml_model`) every configuration file is read with
+(this one, the web config, the mixin config): `${ENV}`-interpolated, validated into typed objects.
+
+The models know no collector: what depends on the kinds of target (a section to scrape, names unique within a
+section, static labels a target's collector sets itself) is checked against the collector registry by
+`cdcwatch.validation`, whose `load_config` and `parse_config` read the exporter's configuration.
 
 Every problem is reported as one line naming its key path (``debezium[1].jmx.port: expected an
 integer``); values are never echoed, so secrets cannot leak through an error message.
@@ -8,7 +12,6 @@ integer``); values are never echoed, so secrets cannot leak through an error mes
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails
+
+from cdcwatch.spark import FRESHNESS_SECONDS
 
 __all__ = [
     "DEFAULT_PORT",
@@ -44,9 +49,7 @@ __all__ = [
     "StatusSettings",
     "StrictModel",
     "DebeziumTargetConfig",
-    "load_config",
     "load_yaml_model",
-    "parse_config",
     "parse_yaml_model",
 ]
 
@@ -163,14 +166,11 @@ def _check_name(value: str) -> str:
 
 
 def _check_labels(value: dict[str, str]) -> dict[str, str]:
-    from cdcwatch.collectors import exporter_labels  # the registry: it imports the section models from here
-
-    reserved = exporter_labels()
+    """Prometheus label names. Whether a name is one the target's collector sets itself is the registry's to say
+    (`cdcwatch.validation`)."""
     for name in value:
         if not _LABEL_NAME.match(name) or name.startswith("__"):
             raise ValueError(f"label name {name!r} is not a valid Prometheus label name")
-        if name in reserved:
-            raise ValueError(f"label name {name!r} is set by cdcwatch itself ({reserved[name]}): choose another name")
     return value
 
 
@@ -421,7 +421,7 @@ class ReconcileConfig(StrictModel):
         "A /metrics URL serving the pipeline's measured freshness (the apply job's listener, e.g. "
         "`http://driver:4041/metrics`): a re-check then counts only once the target is known to hold every change "
         "committed before the previous check, however far behind the pipeline is."))
-    freshness_metric: str = Field("cdcwatch_spark_freshness_seconds", description=(
+    freshness_metric: str = Field(FRESHNESS_SECONDS.name, description=(
         "The freshness metric there (seconds; the largest matching series is used)."))
     freshness_labels: dict[str, str] = Field(default_factory=dict, description=(
         "Labels the freshness series must carry (e.g. `server: <topic.prefix>`)."))
@@ -488,21 +488,6 @@ class Config(StrictModel):
             raise ValueError("this is a mixin config (selectors, thresholds, ...): pass it to the mixin commands "
                              "(`cdcwatch alerts --mixin.file FILE`); serve and check read the exporter's configuration")
         return data
-
-    @model_validator(mode="after")
-    def _unique_names(self) -> Config:
-        from cdcwatch.collectors import COLLECTORS  # the registry: it imports the section models from here
-
-        sections = [entry.section for entry in COLLECTORS]
-        if not any(getattr(self, section) for section in sections):
-            raise ValueError(f"nothing to scrape: configure at least one of {', '.join(sections[:-1])} or {sections[-1]}")
-        for entry in COLLECTORS:
-            seen: set[str] = set()
-            for name in (target.name for target in getattr(self, entry.section)):
-                if name in seen:
-                    raise ValueError(f"{entry.what} name {name!r} is used twice")
-                seen.add(name)
-        return self
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -623,13 +608,3 @@ def load_yaml_model(path: str | Path, model: type[Model], env: Mapping[str, str]
     except UnicodeDecodeError:
         raise ConfigError(str(path), ["file is not UTF-8 text"]) from None
     return parse_yaml_model(text, model, str(path), env)
-
-
-def parse_config(text: str, source: str = "<config>", env: Mapping[str, str] | None = None) -> Config:
-    """Parse and validate YAML text, ``${VAR}`` resolved from `env` (default: the process environment)."""
-    return parse_yaml_model(text, Config, source, os.environ if env is None else env)
-
-
-def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
-    """Read and validate a configuration file, ``${VAR}`` resolved from `env` (default: the process environment)."""
-    return load_yaml_model(path, Config, os.environ if env is None else env)

@@ -16,8 +16,8 @@ from pydantic.fields import FieldInfo
 
 from cdcwatch.collectors import COLLECTORS
 from cdcwatch.config import Config
-from cdcwatch.exporter import SELF_METRICS
 from cdcwatch.families import reference_row
+from cdcwatch.self_metrics import SELF_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT, SPARK_METRICS
 
 __all__ = ["DOCS_PAGES", "config_page", "config_reference", "example_config", "metric_types", "metrics_page",

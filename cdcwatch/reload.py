@@ -9,8 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-from cdcwatch.config import WATCH_INTERVAL_SECONDS, Config, ConfigError, load_config
+from cdcwatch.config import WATCH_INTERVAL_SECONDS, Config, ConfigError
 from cdcwatch.exporter import Exporter, build_collectors
+from cdcwatch.validation import load_config
 
 __all__ = ["ConfigReloader"]
 

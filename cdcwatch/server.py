@@ -22,10 +22,11 @@ from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
-from cdcwatch.exporter import METRICS_RESPONSE_SECONDS_TOTAL, METRICS_RESPONSES_TOTAL, Exporter
+from cdcwatch.exporter import Exporter
 from cdcwatch.exposition import ANSWER_PARTS, metrics_app
 from cdcwatch.families import FamilyBuilder
 from cdcwatch.reload import ConfigReloader
+from cdcwatch.self_metrics import METRICS_RESPONSE_SECONDS_TOTAL, METRICS_RESPONSES_TOTAL
 from cdcwatch.web import WebConfig, load_web_config, require_basic_auth, server_ssl_context
 
 __all__ = ["HEALTHY_PATH", "READY_PATH", "AnswerStats", "ListenError", "Service", "build_app", "make_http_server", "serve",

@@ -25,11 +25,11 @@ import yaml
 
 from cdcwatch import __version__
 from cdcwatch.cli import _parser
-from cdcwatch.config import parse_config
 from cdcwatch.exporter import Exporter
 from cdcwatch.mixin import RULES_FILE, MixinConfig
 from cdcwatch.mixin.stages import STAGES
 from cdcwatch.server import build_app
+from cdcwatch.validation import parse_config
 from tests.tools import tool
 
 pytestmark = pytest.mark.chart  # kubernetes-validate and jsonschema come with the test extra

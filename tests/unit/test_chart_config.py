@@ -15,7 +15,8 @@ import yaml
 from pydantic import SecretStr
 
 from cdcwatch import chart_schema
-from cdcwatch.config import Config, ConfigError, parse_yaml_model
+from cdcwatch.config import Config, ConfigError
+from cdcwatch.validation import parse_config
 from tests.tools import ROOT
 from tests.unit.test_chart import CHART, KUBERNETES_VERSIONS, exporter_config, helm
 
@@ -41,7 +42,7 @@ def env_of(text: str) -> dict[str, str]:
 
 def exporter_accepts(text: str, env: dict[str, str]) -> bool:
     try:
-        parse_yaml_model(text, Config, "corpus", env)
+        parse_config(text, "corpus", env)
     except ConfigError:
         return False
     return True

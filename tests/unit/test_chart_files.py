@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cdcwatch.config import parse_config
+from cdcwatch.validation import parse_config
 from tests.unit.test_chart import CHART, container, exporter_config, found_secret_env, of_kind, rendered
 
 pytestmark = pytest.mark.chart

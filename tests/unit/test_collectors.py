@@ -1,17 +1,20 @@
 """The collector registry (cdcwatch/collectors.py) is what every list of collectors is read from: the configuration's
-target sections, the collectors built, the reference, the static labels refused."""
+target sections, the collectors built, the reference, the static labels each kind of target refuses."""
 
 from __future__ import annotations
 
+import re
 from typing import get_args, get_origin
 
 import pytest
 from pydantic import BaseModel
 
-from cdcwatch.collectors import COLLECTORS
-from cdcwatch.config import Config, ConfigError, parse_config
+from cdcwatch.collectors import COLLECTORS, CollectorEntry
+from cdcwatch.config import Config, ConfigError
 from cdcwatch.exporter import build_collectors
 from cdcwatch.reference import metric_types
+from cdcwatch.self_metrics import SELF_METRICS
+from cdcwatch.validation import parse_config
 
 _ONE_TARGET = {
     "debezium": "  - name: a\n    jmx: {host: h, port: 1}\n",
@@ -59,21 +62,62 @@ def test_the_reference_documents_every_registered_metric() -> None:
             assert documented.get(spec.name) == spec.type, (entry.kind, spec.name)
 
 
+def _refusal(section: str, labels: str) -> list[str]:
+    """The problems of one minimal target of `section` with the static labels `labels` (YAML flow mapping)."""
+    try:
+        parse_config(f"{section}:\n{_ONE_TARGET[section]}    labels: {labels}\n", env={})
+    except ConfigError as refused:
+        return refused.problems
+    return []
+
+
 @pytest.mark.parametrize("section", sorted(_ONE_TARGET))
-@pytest.mark.parametrize(("label", "why"), [
-    ("source", "a label of cdcwatch_kafka_message_reads_total"),
-    ("reason", "a label of cdcwatch_connect_task_restarts_total"),
-    ("failure", "a label of cdcwatch_target_failure_info"),
-    ("collector", "the kind of target"),
-    ("target", "the target's name"),
-    ("server", "a label of every debezium series"),
+@pytest.mark.parametrize(("label", "setter"), [
+    ("job", "set by Prometheus (the scrape's job)"),
+    ("instance", "set by Prometheus (the scraped address)"),
+    ("le", "reserved by Prometheus (a histogram bucket's bound)"),
+    ("collector", "set by cdcwatch (the kind of target, on cdcwatch's own series)"),
+    ("target", "set by cdcwatch (the target's name, on every series)"),
 ])
-def test_a_static_label_cdcwatch_sets_itself_is_refused_naming_it_and_why(section: str, label: str, why: str) -> None:
-    with pytest.raises(ConfigError) as refused:
-        parse_config(f"{section}:\n{_ONE_TARGET[section]}    labels: {{{label}: x}}\n")
-    [problem] = refused.value.problems
-    assert problem.startswith(f"{section}[0].labels: label name {label!r} is set by cdcwatch itself ({why}")
-    assert problem.endswith("choose another name")
+def test_an_exporter_wide_label_is_refused_in_every_section_naming_who_sets_it(section: str, label: str,
+                                                                               setter: str) -> None:
+    assert _refusal(section, f"{{{label}: x}}") == [
+        f"{section}[0].labels: label name {label!r} is {setter}: choose another name"]
+
+
+@pytest.mark.parametrize(("section", "label", "setter"), [
+    ("debezium", "server", "the debezium collector (on every debezium series)"),
+    ("debezium", "database", "the debezium collector (on every debezium series)"),
+    ("kafka", "source", "the kafka collector (a label of cdcwatch_kafka_message_reads_total)"),
+    ("connect", "reason", "the connect collector (a label of cdcwatch_connect_task_restarts_total)"),
+    ("postgres", "database", "the postgres collector (a label of cdcwatch_postgres_table_rows_estimate)"),
+    ("mysql", "file", "the mysql collector (a label of cdcwatch_mysql_binlog_file_number)"),
+    ("reconcile", "side", "the reconcile collector (a label of cdcwatch_reconcile_rows_read_total)"),
+])
+def test_a_label_the_targets_own_collector_sets_is_refused_naming_that_collector(section: str, label: str,
+                                                                                 setter: str) -> None:
+    assert _refusal(section, f"{{{label}: x}}") == [
+        f"{section}[0].labels: label name {label!r} is set by {setter}: choose another name"]
+
+
+@pytest.mark.parametrize("entry", COLLECTORS, ids=lambda entry: entry.kind)
+def test_the_labels_only_other_collectors_and_cdcwatchs_own_series_carry_are_free(entry: CollectorEntry) -> None:
+    """A target's static labels go on its own collector's series only: a Kafka cluster may say `database`, which
+    only other kinds set, or `failure`, which only cdcwatch's own series (no static labels there) carry."""
+    own = entry.reserved_labels()
+    others = {label for other in COLLECTORS for label in other.reserved_labels()}
+    free = sorted((others | {label for spec in SELF_METRICS.values() for label in spec.labels}) - set(own))
+    assert free and ("database" in free) == (entry.kind in ("kafka", "reconcile"))
+    assert _refusal(entry.section, "{" + ", ".join(f"{label}: x" for label in free) + "}") == []
+
+
+@pytest.mark.parametrize("entry", COLLECTORS, ids=lambda entry: entry.kind)
+def test_each_refusal_names_one_setter(entry: CollectorEntry) -> None:
+    for label, setter in entry.reserved_labels().items():
+        who = re.fullmatch(r"(?:set|reserved) by (Prometheus|cdcwatch|the (\w+) collector) \([^()]+\)", setter)
+        assert who is not None, (label, setter)
+        assert who[2] in (None, entry.kind), (label, setter)
+        assert (who[1] == "Prometheus") == (label in ("job", "instance", "le", "quantile")), (label, setter)
 
 
 def test_the_configuration_names_every_registered_section_when_there_is_nothing_to_scrape() -> None:

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from cdcwatch.config import DEFAULT_PORT, MIXIN_SECTIONS, ConfigError, load_config, parse_config
+from cdcwatch.config import DEFAULT_PORT, MIXIN_SECTIONS, Config, ConfigError, parse_yaml_model
 from cdcwatch.mixin import load_mixin_config
+from cdcwatch.validation import load_config, parse_config
 
-CONFFILES = Path(__file__).resolve().parent.parent / "conffiles"
+ROOT = Path(__file__).resolve().parents[2]
+CONFFILES = ROOT / "tests" / "conffiles"
 
 
 def test_valid_config_and_env_interpolation():
@@ -86,3 +90,35 @@ def test_a_built_configuration_loads_as_written() -> None:
     assert target.jmx.password is not None and target.jmx.password.get_secret_value() == "pw"
     assert (target.timeout_seconds, target.labels, config.limits.max_series_per_target) == (2.5, {"env": "x"}, 3)
     assert config.kafka == []
+
+
+def test_the_models_know_no_collector_and_the_loader_checks_against_the_registry() -> None:
+    """`cdcwatch.config`'s models take a file without targets; the exporter's loader (`cdcwatch.validation`) does not."""
+    assert parse_yaml_model("log_level: info\n", Config, "<config>", {}).debezium == []
+    with pytest.raises(ConfigError) as refused:
+        parse_config("log_level: info\n", env={})
+    assert refused.value.problems[0].startswith("(top level): nothing to scrape")
+
+
+def test_importing_the_models_loads_no_collector_nor_the_registry() -> None:
+    """The models sit below the collectors: importing them loads only the metric specs and primitives under them."""
+    code = "import sys, cdcwatch.config; print(' '.join(sorted(m for m in sys.modules if m.startswith('cdcwatch.'))))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.split()) <= {"cdcwatch.config", "cdcwatch.spark", "cdcwatch.families"}
+
+
+def test_the_registry_problems_are_reported_at_once() -> None:
+    text = ("kafka:\n  - {name: a, bootstrap_servers: 'h:9092', labels: {job: x, topic: y}}\n"
+            "  - {name: a, bootstrap_servers: 'h:9093', labels: {env: z}}\n"
+            "postgres:\n  - {name: a, labels: {database: x}}\n")
+    with pytest.raises(ConfigError) as refused:
+        parse_config(text, env={})
+    assert refused.value.problems == [
+        "kafka[0].labels: label name 'job' is set by Prometheus (the scrape's job): choose another name",
+        "kafka[0].labels: label name 'topic' is set by the kafka collector (a label of cdcwatch_kafka_topic_partitions): "
+        "choose another name",
+        "(top level): kafka cluster name 'a' is used twice",
+        "postgres[0].labels: label name 'database' is set by the postgres collector (a label of "
+        "cdcwatch_postgres_table_rows_estimate): choose another name",
+    ]

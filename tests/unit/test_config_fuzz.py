@@ -4,7 +4,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdcwatch.config import ConfigError, parse_config
+from cdcwatch.config import ConfigError
+from cdcwatch.validation import parse_config
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
 keys = st.sampled_from(["debezium", "listen", "name", "jmx", "host", "port", "url", "labels", "timeout_seconds",

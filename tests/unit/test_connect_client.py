@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.config import parse_config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.connect.collector import exception_class
 from cdcwatch.failures import FailureKind, describe
+from cdcwatch.validation import parse_config
 from tests.stand_ins import JsonHandler
 
 PASSWORD = "s3cret"

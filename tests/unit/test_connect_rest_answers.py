@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdcwatch.config import parse_config
 from cdcwatch.connect import collector as connect_collector
 from cdcwatch.connect.collector import CONNECTORS_PATH, ConnectCollector, ConnectRestError
 from cdcwatch.exporter import Exporter, ScheduledCollector
+from cdcwatch.validation import parse_config
 
 ROOT = {"version": "4.1.0", "commit": "c", "kafka_cluster_id": "k"}
 GOOD = {"status": {"connector": {"state": "RUNNING", "worker_id": "w:8083"}, "tasks": [{"id": 0, "state": "RUNNING"}],

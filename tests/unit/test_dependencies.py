@@ -102,7 +102,7 @@ _KAFKA_ONLY = """
 import sys
 from pathlib import Path
 import cdcwatch.cli, cdcwatch.server, cdcwatch.reload
-from cdcwatch.config import load_config
+from cdcwatch.validation import load_config
 from cdcwatch.exporter import Exporter
 Path(sys.argv[1]).write_text("kafka:\\n  - {name: main, bootstrap_servers: '127.0.0.1:9'}\\n")
 exporter = Exporter.from_config(load_config(sys.argv[1]))

@@ -3,7 +3,8 @@ models: what a test states in Python is what its `cdcwatch serve` runs with."""
 
 from __future__ import annotations
 
-from cdcwatch.config import parse_config, parse_yaml_model
+from cdcwatch.config import parse_yaml_model
+from cdcwatch.validation import parse_config
 from cdcwatch.web import WebConfig
 from devstack.configs import (
     connect_worker,

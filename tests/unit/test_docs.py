@@ -20,11 +20,11 @@ import pytest
 
 from cdcwatch import __version__
 from cdcwatch.cli import _parser
-from cdcwatch.config import parse_config
 from cdcwatch.mixin import MixinConfig, load_mixin_config
 from cdcwatch.mixin.alerts import ALERTS
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.reference import metrics_reference
+from cdcwatch.validation import parse_config
 from tests.tools import ROOT, tool
 
 README = ROOT / "README.md"

@@ -14,10 +14,11 @@ from pathlib import Path
 import jpype
 import pytest
 
-from cdcwatch.config import ConfigError, parse_config
+from cdcwatch.config import ConfigError
 from cdcwatch.jmx import JmxError
 from cdcwatch.jmx.jpype_client import JpypeClient
 from cdcwatch.jmx.jvm import ca_file_problem, ensure_jvm, trust_ca_files
+from cdcwatch.validation import parse_config
 from devstack.tls import Pki, make_pki
 
 

@@ -397,7 +397,8 @@ def test_the_key_must_be_an_integer_or_text_column() -> None:
      "format apply reads <apply_schema>.rows: give table_id, not table"),
 ])
 def test_a_bad_side_is_named_with_what_to_do(side: str, problem: str) -> None:
-    from cdcwatch.config import ConfigError, parse_config
+    from cdcwatch.config import ConfigError
+    from cdcwatch.validation import parse_config
 
     text = f"reconcile:\n  - name: p\n    source: {{engine: postgres, user: u, table: public.t}}\n    target: {side}\n"
     with pytest.raises(ConfigError) as error:

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdcwatch.config import load_config
 from cdcwatch.reference import DOCS_PAGES, config_reference, example_config
+from cdcwatch.validation import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORDS = {"PG_PASSWORD": "p", "MYSQL_PASSWORD": "m", "CONNECT_PASSWORD": "c"}

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from cdcwatch.config import load_config
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec
 from cdcwatch.kafka import KafkaCollector
 from cdcwatch.reload import ConfigReloader
+from cdcwatch.validation import load_config
 from devstack.procs import wait_for
 from devstack.samples import Values, parse, value
 from tests.stand_ins import KafkaStandIn

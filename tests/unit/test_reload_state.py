@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdcwatch.config import parse_config
 from cdcwatch.debezium import DebeziumCollector
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.jmx import JmxQuery, MBean
 from cdcwatch.reconcile import ReconcileCollector
+from cdcwatch.validation import parse_config
 from devstack.procs import wait_for
 from tests.unit.test_reconcile import Clock, MemorySide, config
 

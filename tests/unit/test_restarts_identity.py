@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from cdcwatch.config import parse_config
 from cdcwatch.connect import ConnectCollector
 from cdcwatch.connect.collector import (
     TaskRestarts,
@@ -22,6 +21,7 @@ from cdcwatch.connect.collector import (
 )
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.jmx import JmxQuery, MBean, jvm_start_time_seconds, parse_object_name, pattern_matches
+from cdcwatch.validation import parse_config
 from tests.stand_ins import JsonHandler
 
 JVM = 1_700_000_000_000  # the worker JVM's start, Unix ms

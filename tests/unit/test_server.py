@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cdcwatch.cli import main
-from cdcwatch.config import load_config
 from cdcwatch.server import ListenError, Service
+from cdcwatch.validation import load_config
 from devstack.procs import free_port, wait_for
 from devstack.samples import parse
 
