@@ -15,11 +15,13 @@ settings.register_profile("explore", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-LONGEST_FIRST = ("test_demo.py", "test_chaos.py", "test_image.py", "test_spark_cluster.py", "test_replication_slots.py",
-                 "test_reconcile.py", "test_spark_data_loss.py", "test_connect.py", "test_spark_apply.py",
-                 "test_observability.py", "test_debezium_postgres.py", "test_mysql_binlog.py")
-"""Integration modules by how long they take, longest first (the development page's timing table): with the suite's
-two workers taking whole modules in this order, the longest module starts at once instead of last."""
+LONGEST_FIRST = ("test_demo.py", "test_chaos.py", "test_spark_cluster.py", "test_spark_data_loss.py",
+                 "test_spark_apply.py", "test_image.py", "test_chart_stages.py", "test_connect.py",
+                 "test_debezium_postgres.py", "test_observability.py", "test_replication_slots.py", "test_reconcile.py",
+                 "test_mysql_binlog.py")
+"""Modules handed out first, longest first (the development page's timing table), so that the longest starts at
+once instead of last; the rest follow in their order. scripts/test.sh keeps xdist from reordering them
+(--no-loadscope-reorder: it would hand out the modules with the most tests first)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

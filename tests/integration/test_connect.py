@@ -13,6 +13,7 @@ connector with the same topic.prefix is reported as a conflict.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -127,8 +128,12 @@ def test_states_from_rest_over_tls_and_jmx_through_a_connector_life(worker, pki,
     assert failures[0]["exception"] == first_exception_class(trace) == "org.apache.kafka.connect.errors.ConnectException"
     assert value(values, "cdcwatch_connect_connector_tasks_running", connector="inventory") == 0
     promtool_check(serve.text())
-    # each bean is asked only for attributes it has: Kafka's JmxReporter logs a warning for every one it lacks
-    assert "Error getting JMX attribute" not in (worker.dir / "worker.log").read_text(encoding="utf-8")
+    # each bean is asked only for attributes it has: Kafka's JmxReporter logs a warning with an
+    # AttributeNotFoundException for every one it lacks (the same warning with Connect's own NotFoundException is
+    # Connect computing a task count while a task's status is not registered yet: an attribute it has)
+    log = (worker.dir / "worker.log").read_text(encoding="utf-8")
+    lacking = re.findall(r"Error getting JMX attribute '([^']+)'[^\n]*\n(?:javax\.management\.)?AttributeNotFoundException", log)
+    assert not lacking, f"attributes asked of beans that lack them: {sorted(set(lacking))}"
 
 
 def test_a_task_that_fails_at_start_up(worker, pki, postgres, stack_dir, serve_factory) -> None:

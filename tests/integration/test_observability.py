@@ -72,7 +72,8 @@ def observed(postgres, kafka, mariadb, stack_dir):
             postgres=[postgres_source("pg", postgres.port, timeout_seconds=2, slot_servers={"obs_slot": "obs"})],
             reconcile=[reconcile_pair(
                 "obs-orders", reconcile_side("postgres", postgres.port, "postgres", table="public.obs_orders"),
-                reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"))]),
+                reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"),
+                freshness_url=f"http://127.0.0.1:{job.metrics_port}/metrics", freshness_labels={"server": "obs"})]),
             stack_dir)
         started.append(serve)
         rules = stack_dir / "obs-rules.yml"
