@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from cdcwatch import chart_schema
+from cdcwatch.mixin import chart_schema
 from cdcwatch.config import Config, ConfigError
 from cdcwatch.validation import parse_config
 from tests.tools import ROOT
@@ -132,7 +132,7 @@ def test_a_section_the_models_gain_reaches_the_schema_without_the_chart() -> Non
 
 
 def test_every_validator_of_the_models_is_mirrored_or_left_to_the_exporter() -> None:
-    """A new validator in cdcwatch/config.py fails here until cdcwatch/chart_schema.py says what the schema makes of it."""
+    """A new validator in cdcwatch/config.py fails here until cdcwatch/mixin/chart_schema.py says what the schema makes of it."""
     found = chart_schema.validators()
     known = set(chart_schema.FIELD_CHECKS) | {"ListenSettings._address"}
     assert [v for v in found["field"] if v not in known and v.split(".", 1)[1] not in known] == []

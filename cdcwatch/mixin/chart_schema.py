@@ -204,7 +204,7 @@ def _scalar(annotation: Any, field: FieldInfo, extra: dict[str, Any]) -> dict[st
         if "anyOf" in extra:
             return extra
         return {"anyOf": [{"type": "string", **extra}, ENV]}
-    raise TypeError(f"no JSON schema for {annotation!r}: add it to cdcwatch/chart_schema.py")
+    raise TypeError(f"no JSON schema for {annotation!r}: add it to cdcwatch/mixin/chart_schema.py")
 
 
 def _type(annotation: Any, field: FieldInfo, qualified: str, extra: dict[str, Any]) -> dict[str, Any]:
