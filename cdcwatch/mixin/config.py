@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from pydantic import Field, PositiveFloat, field_validator, model_validator
 
 from cdcwatch.config import Config, StrictModel, load_yaml_model
 
-__all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Stages", "Thresholds", "exact", "load_mixin_config"]
+__all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Stages", "Thresholds", "exact", "load_mixin_config",
+           "placeholders_of"]
 
 _MATCHER = re.compile(r'\s*[a-zA-Z_]\w*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*')
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
@@ -179,11 +181,18 @@ class MixinConfig(StrictModel):
     def placeholders(self) -> dict[str, str]:
         """What `%(name)s` in rule and annotation templates stands for: the selectors, every threshold
         (written exactly) and every duration."""
-        return {**self.selectors.model_dump(), **{k: exact(v) for k, v in self.thresholds.model_dump().items()},
-                **self.durations.model_dump()}
+        return dict(placeholders_of(self.selectors, self.thresholds, self.durations))
 
     def runbook(self, alert: str) -> str:
         return f"{self.runbook_base_url}#{alert.lower()}"
+
+
+@lru_cache(maxsize=64)
+def placeholders_of(selectors: Selectors, thresholds: Thresholds, durations: Durations) -> dict[str, str]:
+    """`MixinConfig.placeholders()` of the config with these sections, computed once per distinct sections (the
+    models are frozen, so they key the cache by value): every rule, annotation and panel of each deployment shape
+    fills its templates from them. Callers must not change the dict."""
+    return {**selectors.model_dump(), **{k: exact(v) for k, v in thresholds.model_dump().items()}, **durations.model_dump()}
 
 
 def exact(value: float) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 from cdcwatch.mixin.config import MixinConfig, Stages
 from cdcwatch.mixin.stages import STAGES
+from cdcwatch.mixin.yaml_text import HEADER, to_yaml
 
 __all__ = ["CHART_DASHBOARDS_DIR", "CHART_DIR", "CHART_INHIBIT_FILE", "CHART_MIXIN_DIR", "CHART_RULES_FILE",
            "CHART_SCHEMA_FILE", "CHART_STAGES_FILE", "SHAPES", "STAGE_SOURCES", "chart_files", "dashboard_provider",
@@ -41,7 +42,7 @@ CHART_STAGES_FILE = f"{CHART_MIXIN_DIR}/stages.json"
 """The stages in shape-bit order, how the chart infers each one (`STAGE_SOURCES`), and the configuration's sections of
 targets (the chart's templates check that one has an entry, and each entry's name is unique in its section)."""
 CHART_SCHEMA_FILE = f"{CHART_DIR}/values.schema.json"
-"""The chart's values schema; its `config` and `stages` are generated (cdcwatch.chart_schema)."""
+"""The chart's values schema; its `config` and `stages` are generated (cdcwatch.mixin.chart_schema)."""
 
 SHAPES = 1 << len(STAGES)
 
@@ -77,11 +78,17 @@ def _pieces(text: str, cut: re.Pattern[str]) -> list[str]:
 def shaped(texts: Mapping[int, str], cut: re.Pattern[str]) -> dict[str, Any]:
     """The shaped text of `texts` (shape number → text; a shape left out has no text)."""
     merged: list[tuple[str, set[int]]] = []
+    matched: dict[str, tuple[tuple[str, int, int, int, int], ...]] = {}
+    """Text → its opcodes against `merged`'s pieces as they are now (many shapes share a text; the pieces change only
+    when a text brings new ones)."""
     for shape, text in texts.items():
         pieces = _pieces(text, cut)
-        matcher = difflib.SequenceMatcher(None, [piece for piece, _ in merged], pieces, autojunk=False)
+        if text not in matched:
+            matcher = difflib.SequenceMatcher(None, [piece for piece, _ in merged], pieces, autojunk=False)
+            matched[text] = tuple(matcher.get_opcodes())
+        opcodes = matched[text]
         grown: list[tuple[str, set[int]]] = []
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        for op, i1, i2, j1, j2 in opcodes:
             if op == "equal":
                 for piece, shapes in merged[i1:i2]:
                     shapes.add(shape)
@@ -89,6 +96,8 @@ def shaped(texts: Mapping[int, str], cut: re.Pattern[str]) -> dict[str, Any]:
             else:
                 grown += merged[i1:i2]
                 grown += [(piece, {shape}) for piece in pieces[j1:j2]]
+        if any(op != "equal" and j2 > j1 for op, _, _, j1, j2 in opcodes):
+            matched.clear()
         merged = grown
     masks: dict[str, int] = {}
     pieces_: dict[str, int] = {}
@@ -144,8 +153,7 @@ def _rendered(config: MixinConfig) -> dict[str, str]:
 
 def _render(config: MixinConfig, shapes: Iterable[int] = range(SHAPES)) -> dict[str, str]:
     """The chart's shaped texts of `config`, of `shapes` (the others empty: every shape but in tests)."""
-    from cdcwatch.mixin.dashboards import DASHBOARDS, build_dashboards
-    from cdcwatch.mixin.generate import _HEADER, to_yaml
+    from cdcwatch.mixin.dashboards import DASHBOARDS, dashboard_files
     from cdcwatch.mixin.inhibit import inhibit_yaml
     from cdcwatch.mixin.rules import rule_groups
 
@@ -155,9 +163,9 @@ def _render(config: MixinConfig, shapes: Iterable[int] = range(SHAPES)) -> dict[
     for shape in shapes:
         shaped_config = shape_config(config, shape)
         rules[shape] = to_yaml(rule_groups(shaped_config), header=False)
-        inhibitions[shape] = inhibit_yaml(shaped_config, _HEADER)
-        for name, model in build_dashboards(shaped_config).items():
-            boards[name][shape] = json.dumps(model, indent=2, sort_keys=True) + "\n"
+        inhibitions[shape] = inhibit_yaml(shaped_config, HEADER)
+        for name, text in dashboard_files(shaped_config).items():
+            boards[name][shape] = text
     files = {CHART_RULES_FILE: _dump(shaped(rules, _RULE)),
              CHART_INHIBIT_FILE: _dump(shaped(inhibitions, _INHIBITION)),
              CHART_STAGES_FILE: _stages_file()}
@@ -209,7 +217,7 @@ class _Files(Mapping[str, str]):
 def _values_schema() -> str | None:
     """The chart's values.schema.json with its generated parts, where this is a checkout with the chart (an installed
     cdcwatch has no chart to write into)."""
-    from cdcwatch.chart_schema import values_schema
+    from cdcwatch.mixin.chart_schema import values_schema
 
     committed = Path(__file__).resolve().parents[2] / CHART_SCHEMA_FILE
     if not committed.is_file():

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from cdcwatch.mixin.alerts import GROUPS, RECORDING_RULES, Alert, Case, Group
 from cdcwatch.mixin.alerts.pipeline import HEALTHY
-from cdcwatch.mixin.config import MixinConfig, exact
+from cdcwatch.mixin.config import Durations, MixinConfig, Selectors, Thresholds, exact, placeholders_of
 from cdcwatch.mixin.stages import stages_of
 from cdcwatch.mixin.templates import render_annotation
 
-__all__ = ["annotations", "dashboard_url", "deployed_alerts", "deployed_groups", "expression", "metrics_in", "promtool_tests",
-           "rule_groups", "seconds"]
+__all__ = ["annotations", "dashboard_url", "deployed_alerts", "deployed_groups", "deployed_groups_for", "expression", "metrics_in",
+           "promtool_tests", "reads", "rule_groups", "seconds"]
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 
@@ -36,19 +37,39 @@ def _duration(value: float) -> str:
 
 def metrics_in(expr: str) -> set[str]:
     """The metric and recording-rule names a PromQL expression selects (every selector has braces)."""
-    return set(re.findall(r"([a-zA-Z_:][\w:]*)\s*\{", expr)) | set(re.findall(r"\b(\w+:\w+:\w+)\b", expr))
+    return set(_metrics_in(expr))
+
+
+@lru_cache(maxsize=16384)
+def _metrics_in(expr: str) -> frozenset[str]:
+    return frozenset(re.findall(r"([a-zA-Z_:][\w:]*)\s*\{", expr)) | frozenset(re.findall(r"\b(\w+:\w+:\w+)\b", expr))
+
+
+_RECORDED = frozenset(r.record for r in RECORDING_RULES)
+
+
+@lru_cache(maxsize=16384)
+def reads(expr: str, own: str = "") -> tuple[frozenset[str], frozenset[str]]:
+    """What an expression needs deployed: the stages whose series it reads, and the recording rules it reads
+    (`own` aside: a rule reading its own previous value)."""
+    names = _metrics_in(expr) - {own}
+    return stages_of(names - _RECORDED), names & _RECORDED
 
 
 def deployed_groups(config: MixinConfig) -> tuple[Group, ...]:
     """The rule groups of the deployment `config.stages` describes: each rule whose (shaped) expression reads only
     series of those stages and recording rules kept before it; a group left with no rule is left out."""
-    stages = config.stages.enabled()
-    recorded = {r.record for r in RECORDING_RULES}
+    return deployed_groups_for(config.stages.enabled())
+
+
+@lru_cache(maxsize=512)
+def deployed_groups_for(stages: frozenset[str]) -> tuple[Group, ...]:
+    """`deployed_groups` of a deployment of these stages."""
     kept: set[str] = set()
 
     def deployed(own: str, expr: str) -> bool:
-        names = metrics_in(expr) - {own}
-        return bool(expr) and stages_of(names - recorded) <= stages and names & recorded <= kept
+        needed, recorded = reads(expr, own)
+        return bool(expr) and needed <= stages and recorded <= kept
 
     groups = []
     for group in (g for g in GROUPS if not g.stage or g.stage in stages):
@@ -69,7 +90,13 @@ def deployed_alerts(config: MixinConfig) -> tuple[Alert, ...]:
 
 def expression(template: str, config: MixinConfig, alert: Alert | None = None) -> str:
     """A rule or annotation template with its placeholders filled: the one place they are."""
-    return template % {**config.placeholders(), **({"for": alert.for_(config)} if alert else {})}
+    return _filled(template, config.selectors, config.thresholds, config.durations, alert.for_(config) if alert else None)
+
+
+@lru_cache(maxsize=16384)
+def _filled(template: str, selectors: Selectors, thresholds: Thresholds, durations: Durations, for_: str | None) -> str:
+    values = placeholders_of(selectors, thresholds, durations)
+    return template % (values if for_ is None else {**values, "for": for_})
 
 
 _BOARDS: dict[str, tuple[str, str, dict[str, str]]] = {

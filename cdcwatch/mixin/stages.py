@@ -12,6 +12,9 @@ import re
 from collections.abc import Iterable
 from functools import cache
 
+from cdcwatch.collectors import COLLECTORS
+from cdcwatch.spark import SPARK_METRICS
+
 __all__ = ["STAGES", "metric_stage", "stages_of"]
 
 STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark", "reconcile")
@@ -23,9 +26,6 @@ _SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
 
 @cache
 def _table() -> dict[str, str]:
-    from cdcwatch.collectors import COLLECTORS
-    from cdcwatch.spark import SPARK_METRICS
-
     table = {spec.name: entry.stage_of(spec) for entry in COLLECTORS for spec in entry.specs()}
     return table | {spec.name: "spark" for spec in SPARK_METRICS.values()}
 

@@ -6,7 +6,6 @@ chart deploys, so a part of the pipeline that is not there cannot page."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,8 @@ from cdcwatch.mixin.generate import _HEADER, rules_yaml
 from cdcwatch.mixin.inhibit import inhibit_yaml
 from cdcwatch.mixin.rules import promtool_tests
 from cdcwatch.mixin.stages import STAGES
-from tests.tools import tool
 from tests.unit.test_chart import CHART, EXAMPLES, of_kind, rendered
-from tests.unit.test_mixin import LITERAL_SHAPES, SHAPES, _unproven
+from tests.unit.test_mixin import LITERAL_SHAPES, SHAPES, Outcome, RuleFile, _failures, _promtool_tests_run, _unproven
 
 pytestmark = pytest.mark.chart
 
@@ -96,23 +94,17 @@ def test_selectors_runbook_and_grafana_addresses_reach_rules_and_dashboards_as_t
 
 def test_promtool_passes_each_shapes_tests_on_the_rules_the_chart_rendered(tmp_path: Path) -> None:
     """Each shape's generated promtool test file, run on the chart's PrometheusRule of that shape, in one promtool
-    run; a check whose outcome exactly the same check, rules and series decide is run once (test_mixin's
-    `_unproven`), which leaves a minute or two of promtool."""
-    proven: set[str] = set()
-    files = []
+    run; a check whose outcome exactly the same check, rules (the chart's) and series decide is run once (test_mixin's
+    `_unproven`), each test on the rules that can take part in its outcome (test_mixin's `_seeing`)."""
+    proven: set[Outcome] = set()
+    suites = []
     for shape, stages in CHART_SHAPES.items():
-        config = mixin(stages)
-        if not (tests := _unproven(config, proven))["tests"]:
-            continue
-        folder = tmp_path / shape.replace(" ", "-")
-        folder.mkdir()
-        (folder / tests["rule_files"][0]).write_text(yaml.safe_dump(chart_rules(rendered(values(stages)))))
-        (folder / "test.yml").write_text(yaml.safe_dump(tests))
-        files.append(str(folder / "test.yml"))
-    assert files and promtool_tests(mixin(CHART_SHAPES["everything"]), "x")["tests"]
-    tested = subprocess.run([tool("promtool"), "test", "rules", *files], capture_output=True, text=True)
-    failed = [run for run in tested.stdout.split("Unit Testing:") if "FAILED" in run]
-    assert tested.returncode == 0, "".join(run[:3000] for run in failed) or tested.stderr
+        rules = RuleFile(chart_rules(rendered(values(stages)))["groups"])
+        if (tests := _unproven(promtool_tests(mixin(stages), "rules.yml"), rules, proven))["tests"]:
+            suites.append((shape, rules, tests))
+    assert len(suites) > 1 and suites[0][0] == "everything" and len(suites[0][2]["tests"]) > 100
+    tested = _promtool_tests_run(tmp_path, suites)
+    assert tested.returncode == 0, _failures(tested)
 
 
 def stages_of(objects: tuple[dict[str, Any], ...]) -> set[str]:

@@ -10,12 +10,12 @@ from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards.connect import CONNECT
 from cdcwatch.mixin.dashboards.debezium import DEBEZIUM
 from cdcwatch.mixin.dashboards.kafka import KAFKA
-from cdcwatch.mixin.dashboards.model import DashboardSpec, build, conditional_queries, deployed_rows, panel_queries
+from cdcwatch.mixin.dashboards.model import DashboardSpec, board_text, build, conditional_queries, deployed_rows, panel_queries
 from cdcwatch.mixin.dashboards.overview import OVERVIEW
 from cdcwatch.mixin.dashboards.reconcile import RECONCILE
 from cdcwatch.mixin.dashboards.spark import SPARK
 
-__all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "lint_exclusions", "panel_queries"]
+__all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "dashboard_files", "lint_exclusions", "panel_queries"]
 
 DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK, RECONCILE)
 
@@ -25,8 +25,19 @@ def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:
     warns that it prefers its v2 resources, which older Grafanas cannot import)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return {f"{spec.uid}.json": build(spec, config) for spec in DASHBOARDS
-                if (not spec.stage or spec.stage in config.stages.enabled()) and deployed_rows(spec, config)}
+        return {f"{spec.uid}.json": build(spec, config) for spec in _deployed(config)}
+
+
+def dashboard_files(config: MixinConfig) -> dict[str, str]:
+    """File name → the text of `build_dashboards`'s model as the generator writes it (keys sorted, indented)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return {f"{spec.uid}.json": board_text(spec, config) for spec in _deployed(config)}
+
+
+def _deployed(config: MixinConfig) -> list[DashboardSpec]:
+    return [spec for spec in DASHBOARDS
+            if (not spec.stage or spec.stage in config.stages.enabled()) and deployed_rows(spec, config)]
 
 
 def conditional_exprs(config: MixinConfig) -> dict[str, str]:

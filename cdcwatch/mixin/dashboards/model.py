@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from grafana_foundation_sdk.builders import (
@@ -55,7 +56,7 @@ from cdcwatch.mixin.config import MixinConfig
 
 __all__ = ["ACTIVE", "CONNECTED", "CONNECT_STATES", "FRESHNESS", "QUERY_STATES", "SCHEMA_HISTORY_STATES", "SNAPSHOT_STATES",
            "STATUS", "WIDTHS", "UNIQUE", "UP", "DashboardSpec", "Mapping", "PanelSpec", "Query", "Threshold", "Variable",
-           "board_placeholders", "build", "conditional_queries", "deployed_rows", "panel_queries", "threshold_alert"]
+           "board_placeholders", "board_text", "build", "conditional_queries", "deployed_rows", "panel_queries", "threshold_alert"]
 
 
 @dataclass(frozen=True)
@@ -162,21 +163,26 @@ def board_placeholders(config: MixinConfig) -> dict[str, str]:
             "endpoint_series": "cdcwatch_up|cdcwatch_spark_query_state" if "spark" in stages else "cdcwatch_up"}
 
 
-def deployed_rows(spec: DashboardSpec, config: MixinConfig) -> tuple[tuple[str, tuple[PanelSpec, ...]], ...]:
+Rows = tuple[tuple[str, tuple[PanelSpec, ...]], ...]
+"""A board's rows: (title, panels)."""
+
+
+def deployed_rows(spec: DashboardSpec, config: MixinConfig) -> Rows:
     """The spec's rows with only the queries whose series the deployment (`config.stages`) has (every metric from a
     stage it runs, every recorded series from a rule it gets), panels left without a query and rows left empty
     left out."""
-    from cdcwatch.mixin.alerts import RECORDING_RULES
-    from cdcwatch.mixin.rules import deployed_groups, metrics_in
-    from cdcwatch.mixin.stages import stages_of
+    return _deployed_rows(spec, config.stages.enabled())
 
-    stages = config.stages.enabled()
-    recorded = {r.record for r in RECORDING_RULES}
-    kept = {r.record for g in deployed_groups(config) for r in g.recordings}
+
+@lru_cache(maxsize=1024)
+def _deployed_rows(spec: DashboardSpec, stages: frozenset[str]) -> Rows:
+    from cdcwatch.mixin.rules import deployed_groups_for, reads
+
+    kept = {r.record for g in deployed_groups_for(stages) for r in g.recordings}
 
     def deployed(query: Query) -> bool:
-        names = metrics_in(query.expr)
-        return stages_of(names - recorded) <= stages and names & recorded <= kept
+        needed, recorded = reads(query.expr)
+        return needed <= stages and recorded <= kept
 
     def panel(spec: PanelSpec) -> PanelSpec | None:
         queries = tuple(q for q in spec.queries if deployed(q))
@@ -239,7 +245,31 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
     """The dashboard's JSON model: a datasource, $job and $instance variables and the spec's own, every one
     multi-valued with All (the spec's own matching an empty label too: a slot without a server is no less a
     slot); one row per group of panels."""
-    values = board_placeholders(config)
+    return dict(json.loads(_model(*_build_key(spec, config))))
+
+
+def board_text(spec: DashboardSpec, config: MixinConfig) -> str:
+    """The dashboard's JSON model as its file has it (keys sorted, indented)."""
+    return _text(*_build_key(spec, config))
+
+
+def _build_key(spec: DashboardSpec, config: MixinConfig) -> tuple[DashboardSpec, Rows, tuple[tuple[str, str], ...], MixinConfig]:
+    """What a board is built from: the deployment's stages enter it only through its rows and placeholders, so the
+    deployment shapes with the same of both (most of the 256, for most boards) share one build."""
+    return (spec, deployed_rows(spec, config), tuple(board_placeholders(config).items()),
+            config.model_copy(update={"stages": None}))
+
+
+@lru_cache(maxsize=1024)
+def _text(spec: DashboardSpec, rows: Rows, values: tuple[tuple[str, str], ...], config: MixinConfig) -> str:
+    return json.dumps(json.loads(_model(spec, rows, values, config)), indent=2, sort_keys=True) + "\n"
+
+
+@lru_cache(maxsize=1024)
+def _model(spec: DashboardSpec, rows: Rows, placeholders: tuple[tuple[str, str], ...], config: MixinConfig) -> str:
+    """`build`'s model as JSON text, of the spec's deployed `rows` and the board's `placeholders`: `config`'s stages
+    are not read (they are None here: the rows and placeholders carry the deployment)."""
+    values = dict(placeholders)
     datasource = DataSourceRef(type_val="prometheus", uid=config.datasource_uid)
     board = (dashboard.Dashboard(spec.title).uid(spec.uid).description(spec.description).tags(list(spec.tags))
              .refresh("30s").time("now-1h", "now").timezone("browser").readonly()
@@ -254,13 +284,13 @@ def build(spec: DashboardSpec, config: MixinConfig) -> dict[str, Any]:
             dashboard.QueryVariable(variable.name).label(variable.name.capitalize()).datasource(datasource).query(query)
             .definition(query).refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC)
             .multi(True).include_all(True).all_value(".+" if variable in variables else ".*"))
-    for title, panels in deployed_rows(spec, config):
+    for title, panels in rows:
         board = board.with_row(dashboard.Row(title))
         for panel in panels:
             board = board.with_panel(_panel(panel, config, values, panel.width or WIDTHS[panel.kind]))
     model: dict[str, Any] = json.loads(json.dumps(board.build(), cls=JSONEncoder))
     _lay_out(model["panels"])
-    return model
+    return json.dumps(model)
 
 
 def _lay_out(panels: list[dict[str, Any]]) -> None:
