@@ -5,6 +5,7 @@ draws fresh random examples (and keeps failures in .hypothesis/) when hunting fo
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -28,3 +29,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Hand the longest modules out first; the others keep their order (a stable sort: tests never depend on it)."""
     rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+@pytest.fixture(scope="session")
+def mixin_files() -> Mapping[str, str]:
+    """What `cdcwatch mixin generate` writes for the default mixin config (path → content), rendered once a session
+    (the chart's files when first read): several test modules check it."""
+    from cdcwatch.mixin import MixinConfig, render_files
+
+    return render_files(MixinConfig())
