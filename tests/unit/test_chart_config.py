@@ -14,8 +14,8 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from cdcwatch.mixin import chart_schema
 from cdcwatch.config import Config, ConfigError
+from cdcwatch.mixin import chart_schema
 from cdcwatch.validation import parse_config
 from tests.tools import ROOT
 from tests.unit.test_chart import CHART, KUBERNETES_VERSIONS, exporter_config, helm
