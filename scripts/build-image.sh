@@ -78,6 +78,12 @@ mounts=(--volume "$work/wheel:/wheel:ro")
 for file in /etc/pip.conf /etc/ssl/certs/ca-certificates.crt; do  # the host's way to PyPI, where it has one
   if [ -f "$file" ]; then mounts+=(--volume "$file:$file:ro"); fi
 done
+# org.opencontainers.image.source: CDCWATCH_SOURCE_URL, else the git remote `origin` when it is an http(s) URL
+source_url=${CDCWATCH_SOURCE_URL:-$(git remote get-url origin 2>/dev/null || true)}
+source_label=()
+case "$source_url" in
+  http://*|https://*) source_label=(--label "org.opencontainers.image.source=$source_url") ;;
+esac
 echo "build-image: $hashed${flags[*]:+ (podman flags on this host: ${flags[*]})}"
 # --no-cache: the wheel is a mounted volume, which a cached layer would not see change
 podman build --quiet --no-cache --network host "${flags[@]}" --file image/Containerfile --build-arg "BASE=$base" \
@@ -87,7 +93,7 @@ podman build --quiet --no-cache --network host "${flags[@]}" --file image/Contai
   --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   --label "org.opencontainers.image.revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
   --label "org.opencontainers.image.description=Prometheus exporter for change-data-capture pipelines" \
-  --label "io.cdcwatch.inputs=$inputs_hash" \
+  --label "io.cdcwatch.inputs=$inputs_hash" "${source_label[@]+"${source_label[@]}"}" \
   --tag "$hashed" --tag "$image" image >/dev/null
 echo "build-image: built in $((SECONDS - started)) s"
 size
