@@ -174,7 +174,7 @@ def deployed_rows(spec: DashboardSpec, config: MixinConfig) -> Rows:
     return _deployed_rows(spec, config.stages.enabled())
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=2048)  # every board of every shape (6 × 256)
 def _deployed_rows(spec: DashboardSpec, stages: frozenset[str]) -> Rows:
     from cdcwatch.mixin.rules import deployed_groups_for, reads
 
