@@ -150,6 +150,23 @@ class LabelBlocks(dict[Key, str]):
         return block
 
 
+def _label_block_and_value(sample_labels: Any, value: float, labels: LabelBlocks, values: dict[float, str]) -> tuple[str, str]:
+    """A sample's `{labels} ` block and its value's text, as every format writes them: a kept label set's block is
+    rendered once across scrapes, a value's text once per answer."""
+    text = values.get(value)
+    if text is None:
+        text = format_value(value)
+        if value == value and value != 0:
+            values[value] = text
+    if type(sample_labels) is LabelSet:  # kept from one scrape to the next: rendered once
+        block = sample_labels.block
+        if block is None:
+            block = sample_labels.block = labels[sample_labels.key] if sample_labels else " "
+    else:
+        block = labels[(*sample_labels, *sample_labels.values())] if sample_labels else " "
+    return block, text
+
+
 def _family_text(metric: Metric, labels: LabelBlocks, values: dict[float, str], out: list[str]) -> None:
     """Appends the family's lines to `out`; raises _NotLegacy before appending anything it cannot render.
 
@@ -181,17 +198,7 @@ def _family_text(metric: Metric, labels: LabelBlocks, values: dict[float, str], 
                 known = routes[sample_name] = (
                     deferred.setdefault(suffix, []) if suffix in _OPENMETRICS_SUFFIXES else lines)
             route = known
-        text = values.get(value)
-        if text is None:
-            text = format_value(value)
-            if value == value and value != 0:
-                values[value] = text
-        if type(sample_labels) is LabelSet:  # kept from one scrape to the next: rendered once
-            block = sample_labels.block
-            if block is None:
-                block = sample_labels.block = labels[sample_labels.key] if sample_labels else " "
-        else:
-            block = labels[(*sample_labels, *sample_labels.values())] if sample_labels else " "
+        block, text = _label_block_and_value(sample_labels, value, labels, values)
         if timestamp is None:
             route.append(f"{sample_name}{block}{text}\n")
         else:
@@ -231,17 +238,7 @@ def _family_openmetrics(metric: Metric, labels: LabelBlocks, values: dict[float,
             last_name = sample_name
         if sample[4] is not None or sample[5] is not None:  # an exemplar or a native histogram
             raise _NotLegacy(sample_name)
-        text = values.get(value)
-        if text is None:
-            text = format_value(value)
-            if value == value and value != 0:
-                values[value] = text
-        if type(sample_labels) is LabelSet:
-            block = sample_labels.block
-            if block is None:
-                block = sample_labels.block = labels[sample_labels.key] if sample_labels else " "
-        else:
-            block = labels[(*sample_labels, *sample_labels.values())] if sample_labels else " "
+        block, text = _label_block_and_value(sample_labels, value, labels, values)
         if timestamp is None:
             lines.append(f"{sample_name}{block}{text}\n")
         else:
