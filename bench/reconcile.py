@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from cdcwatch import __version__  # noqa: E402
 from cdcwatch.config import ReconcileConfig  # noqa: E402
-from cdcwatch.reconcile.collector import make_side  # noqa: E402
 from cdcwatch.reconcile.compare import Reconciler  # noqa: E402
+from cdcwatch.tables import make_side  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
 from devstack.procs import free_port  # noqa: E402
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdcwatch.canary import CANARY_METRICS, CanaryCollector
 from cdcwatch.config import DebeziumTargetConfig
 from cdcwatch.connect import jmx_rules
 from cdcwatch.connect.collector import CONNECT_METRICS, ConnectCollector
@@ -140,6 +141,13 @@ def _reconcile_reference() -> list[str]:
                     list(RECONCILE_METRICS.values()))]
 
 
+def _canary_reference() -> list[str]:
+    return ["### Canary (the target's freshness, for any sink)", "",
+            *_table("Every series carries the labels target (the canary's name), server (the pipeline), topic (the "
+                    "canary's Kafka topic, empty when unknown) and the canary's static labels.",
+                    list(CANARY_METRICS.values()))]
+
+
 def _connect_stage(spec: MetricSpec) -> str:
     return "connect_jmx" if spec in CONNECT_JMX_METRICS.values() or spec.source.startswith("JMX") else "connect_rest"
 
@@ -163,6 +171,8 @@ COLLECTORS: tuple[CollectorEntry, ...] = (
     # a scrape reads the pair's state: its deadline is short, whatever its passes take
     CollectorEntry("reconcile", "reconcile", "reconcile pair", "the target", ReconcileCollector,
                    (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: SCRAPE_TIMEOUT_SECONDS),
+    CollectorEntry("canary", "canary", "canary", "the database holding the canary", CanaryCollector, (CANARY_METRICS,),
+                   _canary_reference, series_labels=("server", "topic")),
 )
 """Every kind of target, in the order the collectors are built and the reference documents them."""
 

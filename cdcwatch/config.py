@@ -46,6 +46,9 @@ __all__ = [
     "PostgresSourceConfig",
     "ReconcileConfig",
     "ReconcileSideConfig",
+    "TableConfig",
+    "CanaryColumn",
+    "CanaryConfig",
     "StatusSettings",
     "StrictModel",
     "DebeziumTargetConfig",
@@ -351,9 +354,9 @@ class MysqlSourceConfig(StrictModel):
     _labels = field_validator("labels")(_check_labels)
 
 
-class ReconcileSideConfig(StrictModel):
-    """One side of a reconciled table pair: a PostgreSQL or MySQL/MariaDB table, or the reference apply job's
-    target (`format: apply`), read with read-only statements under a row budget."""
+class TableConfig(StrictModel):
+    """A table cdcwatch reads with read-only statements: a PostgreSQL or MySQL/MariaDB table, or the reference apply
+    job's target (`format: apply`)."""
 
     engine: Literal["postgres", "mysql"] = Field(description="`postgres` (PostgreSQL) or `mysql` (MySQL, MariaDB).")
     host: str = Field("127.0.0.1", description="Server host name or address (postgres: also a socket directory).")
@@ -376,8 +379,6 @@ class ReconcileSideConfig(StrictModel):
     table_id: str | None = Field(None, description=(
         "`format: apply`: the table's `table_id` there; default: the source's `dbname.schema.table` (postgres) or "
         "`database.table` (mysql), as the Debezium event names it."))
-    rows_per_second: float = Field(1000, gt=0, description=(
-        "Budget: rows this side may read per second, averaged over each chunk (low enough for a production primary)."))
     statement_timeout_seconds: float = Field(10, gt=0, le=600, description="Statement timeout of every query on this side.")
 
     _host = field_validator("host")(lambda value: value if value.startswith("/") else _check_host(value))
@@ -388,7 +389,7 @@ class ReconcileSideConfig(StrictModel):
         return self.port or (5432 if self.engine == "postgres" else 3306)
 
     @model_validator(mode="after")
-    def _shape(self) -> ReconcileSideConfig:
+    def _shape(self) -> TableConfig:
         if self.format == "apply":
             if self.engine != "postgres":
                 raise ValueError("format apply needs engine postgres (the reference apply job writes PostgreSQL)")
@@ -399,6 +400,69 @@ class ReconcileSideConfig(StrictModel):
         if (self.sslcert is None) != (self.sslkey is None):
             raise ValueError("sslcert and sslkey go together")
         return self
+
+
+class ReconcileSideConfig(TableConfig):
+    """One side of a reconciled table pair, read under a row budget."""
+
+    rows_per_second: float = Field(1000, gt=0, description=(
+        "Budget: rows this side may read per second, averaged over each chunk (low enough for a production primary)."))
+
+
+class CanaryColumn(StrictModel):
+    """Where the canary lands in a reconciled pair's target, read on the target side's connection."""
+
+    table: str | None = Field(None, description=(
+        "The canary table in the target: `schema.table` (postgres) or `database.table` (mysql); not with `format: "
+        "apply`."))
+    table_id: str | None = Field(None, description=(
+        "`format: apply`: the canary table's `table_id` in the apply job's rows (`dbname.schema.table` as the Debezium "
+        "event names it)."))
+    column: str = Field("ts", description="The column holding the time the source wrote the canary.")
+
+
+class CanaryConfig(StrictModel):
+    """A pipeline's canary: a row the source writes on a fixed interval (Debezium's `heartbeat.action.query`, or a
+    scheduled job), which travels the pipeline like any change; its newest time in the target is how fresh the target
+    is, whatever applies the changes."""
+
+    name: str = Field(description="Unique canary name; the `target` label of its series.")
+    server: str = Field(description="The pipeline's Debezium server (topic.prefix): the `server` label of its series.")
+    interval_seconds: float = Field(description=(
+        "How often the source writes the canary (Debezium's heartbeat.interval.ms / 1000, or the job's schedule)."),
+        gt=0, le=86400)
+    column: str = Field("ts", description=(
+        "The column holding the time the source wrote the canary: a timestamp (with or without time zone; without, "
+        "read as UTC) or an integer of milliseconds since 1970."))
+    source: TableConfig | None = Field(None, description=(
+        "The canary table at the source: read to tell a source that stopped writing it from a pipeline that stopped "
+        "delivering it (recommended)."))
+    target: TableConfig = Field(description=(
+        "Where the canary lands: the sink's copy of the table, or the apply job's rows (`format: apply`, its "
+        "`table_id`)."))
+    topic: str | None = Field(None, description=(
+        "The Kafka topic the canary's changes travel on; default `<server>.<source table>` as Debezium names it. Joins "
+        "the canary to the topic's newest message, which tells the connector's stop from the sink's."))
+    timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this canary.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this canary.")
+
+    _name = field_validator("name")(_check_name)
+    _labels = field_validator("labels")(_check_labels)
+
+    @model_validator(mode="after")
+    def _sides(self) -> CanaryConfig:
+        if self.source is not None and self.source.format == "apply":
+            raise ValueError("source: format apply is a target format")
+        if self.target.format == "apply" and self.target.table_id is None and self.source is None:
+            raise ValueError("target: give table_id (the canary table as the Debezium event names it), or a source")
+        return self
+
+    @property
+    def kafka_topic(self) -> str:
+        """`topic`, or the topic Debezium names after the source table (empty without either)."""
+        if self.topic is not None:
+            return self.topic
+        return f"{self.server}.{self.source.table}" if self.source is not None and self.source.table else ""
 
 
 class ReconcileConfig(StrictModel):
@@ -425,6 +489,9 @@ class ReconcileConfig(StrictModel):
         "The freshness metric there (seconds; the largest matching series is used)."))
     freshness_labels: dict[str, str] = Field(default_factory=dict, description=(
         "Labels the freshness series must carry (e.g. `server: <topic.prefix>`)."))
+    freshness_canary: CanaryColumn | None = Field(None, description=(
+        "Instead of `freshness_url`, where no listener measures the pipeline: the canary in the target (read on the "
+        "target's connection); a re-check counts once the canary shows the target caught up with the previous check."))
     pass_interval_seconds: float = Field(60, ge=0, description="Pause between the end of a pass and the next.")
     max_logged_keys: int = Field(20, ge=1, le=10000, description="Keys of confirmed divergences logged per pass.")
     max_suspects: int = Field(100000, ge=1, description=(
@@ -445,6 +512,12 @@ class ReconcileConfig(StrictModel):
     def _sides(self) -> ReconcileConfig:
         if self.source.format == "apply":
             raise ValueError("source: format apply is a target format")
+        if self.freshness_canary is not None:
+            if self.freshness_url is not None:
+                raise ValueError("give freshness_url or freshness_canary, not both")
+            apply = self.target.format == "apply"
+            if apply == (self.freshness_canary.table_id is None) or apply != (self.freshness_canary.table is None):
+                raise ValueError("freshness_canary: give table_id with a target of format apply, table otherwise")
         return self
 
 
@@ -477,6 +550,8 @@ class Config(StrictModel):
         "MySQL / MariaDB sources whose binary logs are watched."))
     reconcile: list[ReconcileConfig] = Field(default_factory=list, description=(
         "Table pairs (source, target) compared continuously: does the target hold what the source holds?"))
+    canary: list[CanaryConfig] = Field(default_factory=list, description=(
+        "Canary rows read where they land: how fresh the target is, for any sink (a connector, Spark, your own)."))
 
     @model_validator(mode="before")
     @classmethod

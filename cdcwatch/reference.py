@@ -113,6 +113,8 @@ _EXAMPLE_VALUES = {
     "connect[].url": "http://connect-1:8083", "postgres[].password": "${PG_PASSWORD}", "mysql[].user": "cdcwatch",
     "mysql[].password": "${MYSQL_PASSWORD}", "connect[].username": "monitor", "connect[].password": "${CONNECT_PASSWORD}",
     "reconcile[].source.table": "public.orders", "reconcile[].target.table": "public.orders",
+    "canary[].source.table": "public.cdc_canary", "canary[].target.table": "public.cdc_canary",
+    "reconcile[].freshness_canary.table": "public.cdc_canary",
 }
 """Values for the example where the type alone makes no valid one (an endpoint needs host and port)."""
 _TYPE_EXAMPLES: dict[str, Any] = {"string": "main", "integer": 1, "number": 1.0, "boolean": True}

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["connect_worker", "exporter_config", "jmx", "jmx_target", "kafka_cluster", "listen", "mysql_source",
+__all__ = ["canary", "connect_worker", "exporter_config", "jmx", "jmx_target", "kafka_cluster", "listen", "mysql_source",
            "postgres_source", "reconcile_pair", "reconcile_side", "web_config"]
 
 LOOPBACK = "127.0.0.1"
@@ -70,6 +70,14 @@ def reconcile_side(engine: str, port: int, user: str, host: str = LOOPBACK, **se
     """The `source:` or `target:` of a `reconcile:` entry: a table on the `engine` server at `host`:`port`
     (`settings`: table, password, dbname, format, ...)."""
     return {"engine": engine, "host": host, "port": port, "user": user, **settings}
+
+
+def canary(name: str, server: str, interval_seconds: float, target: dict[str, Any], source: dict[str, Any] | None = None,
+           **settings: Any) -> dict[str, Any]:
+    """One `canary:` entry: the pipeline `server`'s canary, written every `interval_seconds`, read in `target` (and
+    `source`, tables as `reconcile_side` gives them; `settings`: column, topic, timeout_seconds, ...)."""
+    return {"name": name, "server": server, "interval_seconds": interval_seconds, "target": target,
+            **({"source": source} if source is not None else {}), **settings}
 
 
 def reconcile_pair(name: str, source: dict[str, Any], target: dict[str, Any], **settings: Any) -> dict[str, Any]:

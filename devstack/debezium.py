@@ -10,7 +10,7 @@ from typing import Any
 
 from devstack.procs import ServerProcess, StackError, port_open, python_env
 
-__all__ = ["DebeziumProcess", "postgres_connector_properties", "mysql_connector_properties"]
+__all__ = ["DebeziumProcess", "jdbc_sink_properties", "mysql_connector_properties", "postgres_connector_properties"]
 
 
 def postgres_connector_properties(state_dir: Path, pg_port: int, server: str, tables: str, slot: str = "cdcwatch_slot") -> dict[str, str]:
@@ -55,6 +55,26 @@ def mysql_connector_properties(state_dir: Path, port: int, user: str, password: 
         "offset.storage.file.filename": str(state_dir / "offsets.dat"),
         "offset.flush.interval.ms": "1000",
         "include.schema.changes": "true",
+    }
+
+
+def jdbc_sink_properties(topics: str, url: str, user: str, password: str, **settings: str) -> dict[str, str]:
+    """Properties of the Debezium JDBC sink connector (a Kafka Connect worker's plugin) writing the change topics
+    `topics` (comma-separated) to the database at the JDBC `url`: upserts by the record key, deletes applied, each table
+    named as the source table, created and evolved by the sink (`settings` override any of it)."""
+    return {
+        "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+        "tasks.max": "1",
+        "topics": topics,
+        "connection.url": url,
+        "connection.username": user,
+        "connection.password": password,
+        "insert.mode": "upsert",
+        "delete.enabled": "true",
+        "primary.key.mode": "record_key",
+        "schema.evolution": "basic",
+        "collection.name.format": "${source.table}",
+        **settings,
     }
 
 

@@ -38,6 +38,7 @@ WORKER_BEANS = "connect-worker-metrics"
 WORKER_CONNECTOR_BEANS = "connect-worker-metrics+connector"  # the worker's bean of one connector (type=…,connector=…)
 TASK_BEANS = "connector-task-metrics"
 SOURCE_TASK_BEANS = "source-task-metrics"
+SINK_TASK_BEANS = "sink-task-metrics"
 TASK_ERROR_BEANS = "task-error-metrics"
 
 _CONNECTOR = ("connector", "server")  # the labels of a connector's beans
@@ -76,6 +77,25 @@ CONNECT_SOURCE_POLL_BATCH_AVG_SECONDS = MetricSpec(
     "cdcwatch_connect_source_poll_batch_avg_seconds", "gauge", "Average time to poll a batch.", _TASK)
 CONNECT_SOURCE_POLL_BATCH_MAX_SECONDS = MetricSpec(
     "cdcwatch_connect_source_poll_batch_max_seconds", "gauge", "Longest time to poll a batch.", _TASK)
+# a sink task's beans
+CONNECT_SINK_RECORDS_READ_TOTAL = MetricSpec(
+    "cdcwatch_connect_sink_records_read_total", "counter", "Records the sink task read from Kafka (before transformations).", _TASK)
+CONNECT_SINK_RECORDS_SENT_TOTAL = MetricSpec(
+    "cdcwatch_connect_sink_records_sent_total", "counter", (
+        "Records the sink task passed to its connector's put (after transformations): what it was asked to write. "
+        "Read but not sent: filtered, or dropped after errors."), _TASK)
+CONNECT_SINK_RECORDS_ACTIVE = MetricSpec(
+    "cdcwatch_connect_sink_records_active", "gauge", "Records read but not yet committed (written and their offsets committed).", _TASK)
+CONNECT_SINK_PUT_BATCH_AVG_SECONDS = MetricSpec(
+    "cdcwatch_connect_sink_put_batch_avg_seconds", "gauge", "Average time the sink task takes to write (put) a batch.", _TASK)
+CONNECT_SINK_PUT_BATCH_MAX_SECONDS = MetricSpec(
+    "cdcwatch_connect_sink_put_batch_max_seconds", "gauge", "Longest time the sink task took to write (put) a batch.", _TASK)
+CONNECT_SINK_OFFSET_COMMITS_TOTAL = MetricSpec(
+    "cdcwatch_connect_sink_offset_commits_total", "counter", "Offset commits the sink task completed.", _TASK)
+CONNECT_SINK_OFFSET_COMMITS_SKIPPED_TOTAL = MetricSpec(
+    "cdcwatch_connect_sink_offset_commits_skipped_total", "counter", "Offset commits the sink task skipped (one already running).", _TASK)
+CONNECT_SINK_PARTITIONS = MetricSpec(
+    "cdcwatch_connect_sink_partitions", "gauge", "Topic partitions assigned to the sink task.", _TASK)
 # a task's error beans
 CONNECT_TASK_RECORD_ERRORS_TOTAL = MetricSpec(
     "cdcwatch_connect_task_record_errors_total", "counter", "Records that failed in the task.", _TASK)
@@ -112,6 +132,14 @@ CONNECT_RULES: tuple[ConnectRule, ...] = (
     ConnectRule(SOURCE_TASK_BEANS, "source-record-active-count", CONNECT_SOURCE_RECORDS_ACTIVE),
     ConnectRule(SOURCE_TASK_BEANS, "poll-batch-avg-time-ms", CONNECT_SOURCE_POLL_BATCH_AVG_SECONDS, scale=0.001),
     ConnectRule(SOURCE_TASK_BEANS, "poll-batch-max-time-ms", CONNECT_SOURCE_POLL_BATCH_MAX_SECONDS, scale=0.001),
+    ConnectRule(SINK_TASK_BEANS, "sink-record-read-total", CONNECT_SINK_RECORDS_READ_TOTAL),
+    ConnectRule(SINK_TASK_BEANS, "sink-record-send-total", CONNECT_SINK_RECORDS_SENT_TOTAL),
+    ConnectRule(SINK_TASK_BEANS, "sink-record-active-count", CONNECT_SINK_RECORDS_ACTIVE),
+    ConnectRule(SINK_TASK_BEANS, "put-batch-avg-time-ms", CONNECT_SINK_PUT_BATCH_AVG_SECONDS, scale=0.001),
+    ConnectRule(SINK_TASK_BEANS, "put-batch-max-time-ms", CONNECT_SINK_PUT_BATCH_MAX_SECONDS, scale=0.001),
+    ConnectRule(SINK_TASK_BEANS, "offset-commit-completion-total", CONNECT_SINK_OFFSET_COMMITS_TOTAL),
+    ConnectRule(SINK_TASK_BEANS, "offset-commit-skip-total", CONNECT_SINK_OFFSET_COMMITS_SKIPPED_TOTAL),
+    ConnectRule(SINK_TASK_BEANS, "partition-count", CONNECT_SINK_PARTITIONS),
     ConnectRule(TASK_ERROR_BEANS, "total-record-errors", CONNECT_TASK_RECORD_ERRORS_TOTAL),
     ConnectRule(TASK_ERROR_BEANS, "total-record-failures", CONNECT_TASK_RECORD_FAILURES_TOTAL),
     ConnectRule(TASK_ERROR_BEANS, "total-records-skipped", CONNECT_TASK_RECORDS_SKIPPED_TOTAL),

@@ -63,7 +63,7 @@ CLIENT_SECRETS = (r"^(sasl\.password|sasl\.jaas\.config|sasl\.oauthbearer\.clien
 CLIENT_KEY_FILES = (r"^(ssl\.key\.location|ssl\.keystore\.location|sasl\.kerberos\.keytab|"
                     r"sasl\.oauthbearer\.assertion\.private\.key\.file)$")
 """Kafka client properties naming a file with a key or a keytab: a file of a Secret."""
-KEY_FILE_FIELDS = frozenset({"PostgresSourceConfig.sslkey", "ReconcileSideConfig.sslkey"})
+KEY_FILE_FIELDS = frozenset({"PostgresSourceConfig.sslkey", "ReconcileSideConfig.sslkey", "TableConfig.sslkey"})
 """Fields naming a private key file: a file of a Secret."""
 
 _INT_TEXT = r"^\s*[+-]?[0-9]+(_[0-9]+)*(\.0*)?\s*$"
@@ -107,11 +107,24 @@ def _not_with(key: str, reason: str) -> dict[str, Any]:
     return {"properties": {key: {"enum": [None, f"({reason})"]}}}
 
 
+_TABLE_HOST: dict[str, Any] = {"anyOf": [{"type": "string", "pattern": "^/"}, HOST]}
+"""A table's host: a name, an address or (PostgreSQL) a socket directory."""
+_TABLE_SHAPE: dict[str, Any] = {"allOf": [
+    {"if": {"required": ["format"], "properties": {"format": {"const": "apply"}}},
+     "then": {"allOf": [{"properties": {"engine": {"anyOf": [{"const": "postgres"}, ENV]}}},
+                        _not_with("table", "format apply reads <apply_schema>.rows: give table_id, not table")]},
+     "else": {"required": ["table"],
+              "properties": {"table": {"anyOf": [{"type": "string", "pattern": r"^[^.]*\.[^.]*$"}, ENV]}}}},
+    {"dependencies": {"sslcert": ["sslkey"], "sslkey": ["sslcert"]}},
+]}
+"""A table's shape (`TableConfig._shape`): format apply reads the apply job's rows, a table is `schema.table`."""
+
 FIELD_CHECKS: dict[str, dict[str, Any] | None] = {
     "_name": {"pattern": _TARGET_NAME.pattern},
     "_labels": {},  # filled by _labels(): the names cdcwatch sets itself come from the collector registry
     "JmxSettings._host": HOST,
-    "ReconcileSideConfig._host": {"anyOf": [{"type": "string", "pattern": "^/"}, HOST]},
+    "TableConfig._host": _TABLE_HOST,
+    "ReconcileSideConfig._host": _TABLE_HOST,
     "JmxSettings._url": {"pattern": "^service:jmx:"},
     "ConnectWorkerConfig._url": HTTP_URL,
     "ReconcileConfig._freshness_url": HTTP_URL,
@@ -133,15 +146,25 @@ MODEL_CHECKS: dict[str, dict[str, Any] | None] = {
     ]},
     "ConnectWorkerConfig._credentials": {"dependencies": {"username": ["password"], "password": ["username"]}},
     "PostgresSourceConfig._client_certificate": {"dependencies": {"sslcert": ["sslkey"], "sslkey": ["sslcert"]}},
-    "ReconcileSideConfig._shape": {"allOf": [
-        {"if": {"required": ["format"], "properties": {"format": {"const": "apply"}}},
-         "then": {"allOf": [{"properties": {"engine": {"anyOf": [{"const": "postgres"}, ENV]}}},
-                            _not_with("table", "format apply reads <apply_schema>.rows: give table_id, not table")]},
-         "else": {"required": ["table"],
-                  "properties": {"table": {"anyOf": [{"type": "string", "pattern": r"^[^.]*\.[^.]*$"}, ENV]}}}},
-        {"dependencies": {"sslcert": ["sslkey"], "sslkey": ["sslcert"]}},
+    "TableConfig._shape": _TABLE_SHAPE,
+    "ReconcileSideConfig._shape": _TABLE_SHAPE,
+    "ReconcileConfig._sides": {"allOf": [
+        {"properties": {"source": {"properties": {"format": {"anyOf": [{"const": "table"}, ENV]}}}}},
+        {"if": {"required": ["freshness_canary"], "properties": {"freshness_canary": {"type": "object"}}},
+         "then": {"allOf": [
+             _not_with("freshness_url", "give freshness_url or freshness_canary, not both"),
+             {"if": {"properties": {"target": {"required": ["format"], "properties": {"format": {"const": "apply"}}}}},
+              "then": {"properties": {"freshness_canary": {
+                  "required": ["table_id"], **_not_with("table", "with a target of format apply, give table_id")}}},
+              "else": {"properties": {"freshness_canary": {
+                  "required": ["table"], **_not_with("table_id", "give table (table_id is for format apply)")}}}}]}},
     ]},
-    "ReconcileConfig._sides": {"properties": {"source": {"properties": {"format": {"anyOf": [{"const": "table"}, ENV]}}}}},
+    "CanaryConfig._sides": {"allOf": [
+        {"properties": {"source": {"properties": {"format": {"anyOf": [{"const": "table"}, ENV]}}}}},
+        {"if": {"properties": {"target": {"required": ["format"], "properties": {"format": {"const": "apply"}}}},
+                "not": {"properties": {"target": {"required": ["table_id"]}}}},
+         "then": {"required": ["source"]}},
+    ]},
     "Config._not_another_file": None,
     "Config._unique_names": None,
 }

@@ -73,6 +73,12 @@ class Thresholds(StrictModel):
     scrape_duration_seconds: PositiveFloat = 5
     connect_task_restarts: PositiveFloat = 2
     """Restarts of one task within 30 minutes that are still normal (a deploy, a rebalance); more is flapping."""
+    canary_age_seconds: PositiveFloat = 300
+    """The target's newest canary older than this pages (CdcCanaryStale): well above the canary's interval plus the
+    pipeline's usual lag."""
+    schema_drift_seconds: PositiveFloat = 600
+    """A source column missing in the target this long warns (CdcReconcileSchemaDrift): longer than a sink that
+    evolves its table takes to add it (with the first change that carries it)."""
     freshness_idle_proof_seconds: PositiveFloat = 300
     """Freshness state: a stage where nothing moves is `idle` only while evidence from the source this recent shows
     it caught up (a heartbeat applied, the slot keeping up with the WAL); without it, `stalled`."""
@@ -133,6 +139,8 @@ class Stages(StrictModel):
     """The Spark listener in the apply job's driver (`spark_listeners`)."""
     reconcile: bool = True
     """Source-to-target reconciliation (`reconcile` table pairs)."""
+    canary: bool = True
+    """The target's freshness from a canary row, for any sink (`canary` entries)."""
 
     def enabled(self) -> frozenset[str]:
         return frozenset(name for name, on in self.model_dump().items() if on)

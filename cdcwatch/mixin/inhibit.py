@@ -31,7 +31,9 @@ def _carrying(labels: tuple[str, ...], prefix: str = "Cdc", but: tuple[str, ...]
                  and set(labels) <= set(a.fires.labels or {}))
 
 
-_DOWNSTREAM = ("CdcKafkaDataTooOld", "CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh")
+_DOWNSTREAM = ("CdcKafkaDataTooOld", "CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh", "CdcCanaryStale",
+               "CdcPipelineStalled")
+"""The alerts on how stale the pipeline's end is, and where it stalls: one upstream cause explains them all."""
 _CONNECT_DOWN = ("CdcConnectTaskFailed", "CdcConnectConnectorFailed", "CdcConnectTaskNotRunning")
 
 INHIBITIONS: tuple[Inhibition, ...] = (
@@ -46,6 +48,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("job", "instance", "target")),
     Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED: the Debezium and downstream "
                "alerts of its server", _CONNECT_DOWN, _carrying(("server",), "CdcDebezium") + _DOWNSTREAM, ("server",)),
+    Inhibition("a sink task sends records to its dead letter queue: the same task's skipped records (the same records, "
+               "kept)", ("CdcConnectSinkDeadLettering",), ("CdcConnectRecordsSkipped",),
+               ("job", "instance", "target", "connector", "task")),
     Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
                ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
     Inhibition("the apply job applies changes late: the end-to-end objective's warning about the same query (one "

@@ -55,6 +55,7 @@ STAGE_SOURCES: dict[str, dict[str, str]] = {
     "mysql": {"section": "mysql"},
     "spark": {"value": "podMonitor.enabled"},
     "reconcile": {"section": "reconcile"},
+    "canary": {"section": "canary"},
 }
 """How the chart decides a stage its values leave at `auto`: on when the exporter's `config` has an entry in `section`
 (one with `key` set, when given), or when the chart value `value` is true (the Spark listener is not scraped by the

@@ -17,8 +17,9 @@ from cdcwatch.spark import SPARK_METRICS
 
 __all__ = ["STAGES", "metric_stage", "stages_of"]
 
-STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark", "reconcile")
-"""The fields of `MixinConfig.stages`, in pipeline order (reconciliation last: it checks the whole pipeline's result)."""
+STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark", "reconcile", "canary")
+"""The fields of `MixinConfig.stages`, in pipeline order, then the checks of the whole pipeline's result
+(reconciliation, the canary; the canary last: the chart's shape bits of the others stay as they were)."""
 
 _SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
 """Series of the monitor itself (Prometheus' `up`, the exporter's own limits): every deployment has them."""

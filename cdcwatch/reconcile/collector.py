@@ -14,16 +14,14 @@ import logging
 import threading
 import time
 
-from cdcwatch.config import ReconcileConfig, ReconcileSideConfig
+from cdcwatch.config import ReconcileConfig
 from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
 from cdcwatch.reconcile.compare import KINDS, Reconciler, Stopped
-from cdcwatch.reconcile.freshness import REFRESH_SECONDS, FreshnessReader
-from cdcwatch.reconcile.mysql_side import MysqlTableSide
-from cdcwatch.reconcile.postgres_side import ApplyRowsSide, PostgresTableSide
-from cdcwatch.reconcile.side import Side, SideError
+from cdcwatch.reconcile.freshness import REFRESH_SECONDS, CanaryFreshness, FreshnessReader
+from cdcwatch.tables import make_side
+from cdcwatch.tables.side import Side, SideError
 
-__all__ = ["FIRST_ANSWER_SECONDS", "RECONCILE_METRICS", "RETRY_SECONDS", "SCRAPE_TIMEOUT_SECONDS", "ReconcileCollector",
-           "make_side"]
+__all__ = ["FIRST_ANSWER_SECONDS", "RECONCILE_METRICS", "RETRY_SECONDS", "SCRAPE_TIMEOUT_SECONDS", "ReconcileCollector"]
 
 log = logging.getLogger("cdcwatch.reconcile")
 
@@ -57,19 +55,27 @@ RECONCILE_PASS_DURATION_SECONDS = MetricSpec("cdcwatch_reconcile_pass_duration_s
     "How long the last full pass took: with settle_seconds × confirm_rechecks, how long a divergence can go "
     "unreported."))
 RECONCILE_FRESHNESS_GATE_OPEN = MetricSpec("cdcwatch_reconcile_freshness_gate_open", "gauge", (
-    "1 while a re-check falling due counts: the target is known (freshness_url) to hold every change committed at "
-    "the source up to settle_seconds ago, or no freshness_url is set; 0 while the pipeline is not known to be that "
+    "1 while a re-check falling due counts: the target is known (freshness_url, freshness_canary) to hold every change committed at "
+    "the source up to settle_seconds ago, or neither is set; 0 while the pipeline is not known to be that "
     "far (behind, stalled, nothing applied lately, its freshness unreadable): differing rows then stay suspects, "
     "none is confirmed."))
 RECONCILE_FRESHNESS_READABLE = MetricSpec("cdcwatch_reconcile_freshness_readable", "gauge", (
-    "With freshness_url: 1 if its last read gave the source commit time the target is applied through, 0 if it "
+    "With freshness_url or freshness_canary: 1 if its last read gave the source commit time the target is applied through, 0 if it "
     "failed (unreachable, timed out, no matching series); absent before the first read ends."))
 RECONCILE_APPLIED_THROUGH_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_reconcile_applied_through_timestamp_seconds", "gauge", (
-    "With freshness_url: the source commit time up to which the target is known to hold every change (the newest "
+    "With freshness_url or freshness_canary: the source commit time up to which the target is known to hold every change (the newest "
     "applied change's); absent without a reading of the last 30 s."))
 RECONCILE_RECHECKS_HELD_TOTAL = MetricSpec("cdcwatch_reconcile_rechecks_held_total", "counter", (
     "Re-checks of a row still differing, neither side changed, that did not count because the pipeline was not "
     "known to have applied the source's row yet (the freshness gate closed): they neither confirm nor start over."))
+RECONCILE_SCHEMA_DRIFT_COLUMNS = MetricSpec("cdcwatch_reconcile_schema_drift_columns", "gauge", (
+    "Columns the two tables do not share as they were at the last pass (exclude_columns left out). kind: source_only "
+    "(never reach the target: a sink that does not evolve its table; no row comparison can show it), target_only, "
+    "type_differs (compared across different types: type classes, or declared types on one engine). Absent with a "
+    "target of format apply (its row images hold every source column)."), ("kind",))
+RECONCILE_OLDEST_MISSING_COLUMN_AGE_SECONDS = MetricSpec("cdcwatch_reconcile_oldest_missing_column_age_seconds", "gauge", (
+    "How long the longest-missing source column has been missing in the target (since a pass first found it so); 0 "
+    "without one. A sink that evolves its table adds a column with the first change that carries it."))
 RECONCILE_METRICS = metric_specs(
     RECONCILE_ROWS_DIVERGED,
     RECONCILE_ROWS_SUSPECT,
@@ -83,23 +89,9 @@ RECONCILE_METRICS = metric_specs(
     RECONCILE_FRESHNESS_READABLE,
     RECONCILE_APPLIED_THROUGH_TIMESTAMP_SECONDS,
     RECONCILE_RECHECKS_HELD_TOTAL,
+    RECONCILE_SCHEMA_DRIFT_COLUMNS,
+    RECONCILE_OLDEST_MISSING_COLUMN_AGE_SECONDS,
 )
-
-
-def make_side(side: str, config: ReconcileSideConfig, source: ReconcileSideConfig) -> Side:
-    """The side module for a configured side."""
-    if config.format == "apply":
-        return ApplyRowsSide(side, config, config.table_id or _table_id(source))
-    if config.engine == "postgres":
-        return PostgresTableSide(side, config)
-    return MysqlTableSide(side, config)
-
-
-def _table_id(source: ReconcileSideConfig) -> str:
-    """The table as the Debezium event (and so the apply job) names it: database.schema.table on PostgreSQL,
-    database.table on MySQL."""
-    assert source.table is not None
-    return f"{source.dbname}.{source.table}" if source.engine == "postgres" else source.table
 
 
 class ReconcileCollector:
@@ -113,10 +105,16 @@ class ReconcileCollector:
         self._stop = threading.Event()
         # read about four times per settle_seconds (once a second at most, every 15 s at least): readings that recent
         # delay a confirmation by little, and many pairs on one listener do not crowd it
-        self.freshness = (FreshnessReader(config.name, config.freshness_url, config.freshness_metric,
-                                          config.freshness_labels,
-                                          refresh=min(max(config.settle_seconds / 4, REFRESH_SECONDS), 15.0))
-                          if config.freshness_url else None)
+        refresh = min(max(config.settle_seconds / 4, REFRESH_SECONDS), 15.0)
+        self.freshness: FreshnessReader | CanaryFreshness | None = None
+        if config.freshness_url:
+            self.freshness = FreshnessReader(config.name, config.freshness_url, config.freshness_metric,
+                                             config.freshness_labels, refresh=refresh)
+        elif config.freshness_canary is not None:
+            canary = config.freshness_canary
+            where = config.target.model_copy(update={"table": canary.table, "table_id": canary.table_id})
+            self.freshness = CanaryFreshness(config.name, make_side("target", where, config.source), canary.column,
+                                             refresh=refresh)
         self.reconciler = Reconciler(config, source or make_side("source", config.source, config.source),
                                      target or make_side("target", config.target, config.source), self._stop.wait)
         if self.freshness is not None:
@@ -199,6 +197,11 @@ class ReconcileCollector:
         if state.last_pass_end is not None and state.last_pass_seconds is not None:
             builder.add_spec(RECONCILE_LAST_PASS_TIMESTAMP_SECONDS, state.last_pass_end, common)
             builder.add_spec(RECONCILE_PASS_DURATION_SECONDS, state.last_pass_seconds, common)
+        if state.drift is not None:
+            for drift, columns in state.drift.counts().items():
+                builder.add_spec(RECONCILE_SCHEMA_DRIFT_COLUMNS, columns, common, kind=drift)
+            builder.add_spec(RECONCILE_OLDEST_MISSING_COLUMN_AGE_SECONDS, 0.0 if state.oldest_missing_column is None
+                             else max(now - state.oldest_missing_column, 0.0), common)
         builder.add_spec(RECONCILE_FRESHNESS_GATE_OPEN, float(state.gate_open), common)
         builder.add_spec(RECONCILE_RECHECKS_HELD_TOTAL, state.rechecks_held, common)
         if self.freshness is not None:

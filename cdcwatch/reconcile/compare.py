@@ -21,6 +21,11 @@ that read did not see. The moment compared with stays put while the rows do not 
 than `settle_seconds` delays the confirmation (re-checks held back, `rechecks_held`) instead of preventing it, and a
 stalled one delays it for as long as it stalls, without ever raising a false one.
 
+Both catalogs are read again at the start of every pass: a column added or dropped on one side changes what is
+compared from then on, and is reported as schema drift (`Drift`): columns only the source has (a sink that does not
+evolve its table: their values never reach the target, and no row comparison can show it), columns only the target
+has, and compared columns whose declared types differ (normalised to one text per type class, see `image`).
+
 Every read is paid for from the side's row budget before the next read of that side.
 """
 
@@ -34,10 +39,11 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from cdcwatch.config import ReconcileConfig
-from cdcwatch.reconcile.image import Column
-from cdcwatch.reconcile.side import Digest, Key, Side, SideError
+from cdcwatch.tables.image import Column
+from cdcwatch.tables.side import Digest, Key, Side, SideError
 
-__all__ = ["KINDS", "LEAF_KEYS", "Budget", "Reconciler", "State", "Stopped", "Suspect", "classify"]
+__all__ = ["DRIFT_KINDS", "KINDS", "LEAF_KEYS", "Budget", "Drift", "Reconciler", "State", "Stopped", "Suspect",
+           "classify"]
 
 log = logging.getLogger("cdcwatch.reconcile")
 
@@ -47,6 +53,7 @@ Kind = Literal["missing", "extra", "different"]
 KINDS: tuple[Kind, ...] = ("missing", "extra", "different")
 LEAF_KEYS = 16
 """Bisection stops at this many keys and fetches their row hashes."""
+DRIFT_KINDS = ("source_only", "target_only", "type_differs")
 
 
 class Stopped(Exception):
@@ -104,6 +111,20 @@ class Suspect:
 
 
 @dataclass(frozen=True)
+class Drift:
+    """How the two tables' columns differ (`exclude_columns` left out), as of the last catalog read; None on a side
+    without a catalog (the apply job's row images hold every source column)."""
+
+    source_only: tuple[str, ...] = ()
+    target_only: tuple[str, ...] = ()
+    type_differs: tuple[str, ...] = ()
+    """Compared columns whose declared types differ (`name: source type -> target type`)."""
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(getattr(self, kind)) for kind in DRIFT_KINDS}
+
+
+@dataclass(frozen=True)
 class State:
     """What a scrape reports, read at once under the lock."""
 
@@ -122,6 +143,10 @@ class State:
     gate_open: bool = True
     """Whether a re-check falling due now counts: the target is known to hold every change committed up to
     `settle_seconds` ago."""
+    drift: Drift | None = None
+    """The columns' drift (None before the catalogs were read, or on a target without a catalog)."""
+    oldest_missing_column: float | None = None
+    """Wall-clock time the longest-missing source column was first found missing in the target."""
 
 
 @dataclass
@@ -156,6 +181,12 @@ class Reconciler:
         self.last_pass_end: float | None = None
         self.last_pass_seconds: float | None = None
         self.prepared = False
+        self._compared: tuple[Column, tuple[Column, ...]] | None = None
+        self.shape_current = False
+        """Whether the catalogs were read since the current pass began (they are read again at each pass's start)."""
+        self.drift: Drift | None = None
+        self.missing_since: dict[str, float] = {}
+        """Source column → wall-clock time it was first found missing in the target."""
         self.asking: str | None = None
         """The side whose catalog `prepare` is reading (None: neither): the one a scrape names while it waits."""
         self.overflow_said = False
@@ -187,7 +218,8 @@ class Reconciler:
 
     # --- set-up -----------------------------------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Read both catalogs; compare on the key and the columns both sides have (less `exclude_columns`)."""
+        """Read both catalogs; compare on the key and the columns both sides have (less `exclude_columns`), and note
+        how the columns drift apart."""
         self.asking = "source"
         source_shape = self.sides["source"].describe()
         if source_shape is None:
@@ -205,26 +237,51 @@ class Reconciler:
         columns = [c for c in source_shape.columns.values() if c.name not in excluded]
         target_key: Column = key
         target_columns = columns
+        drift: Drift | None = None
         if target_shape is not None:
             if key_name not in target_shape.columns:
                 raise SideError("target", f"the target table has no key column {key_name!r}")
             target_key = target_shape.columns[key_name]
-            only_source = [c.name for c in columns if c.name not in target_shape.columns]
+            drift = Drift(
+                source_only=tuple(c.name for c in columns if c.name not in target_shape.columns),
+                target_only=tuple(n for n in target_shape.columns if n not in source_shape.columns and n not in excluded),
+                type_differs=tuple(f"{c.name}: {c.data_type} -> {target_shape.columns[c.name].data_type}" for c in columns
+                                   if c.name in target_shape.columns and self._types_differ(c, target_shape.columns[c.name])))
             columns = [c for c in columns if c.name in target_shape.columns]
             target_columns = [target_shape.columns[c.name] for c in columns]
-            only_target = [n for n in target_shape.columns if n not in source_shape.columns and n not in excluded]
-            if only_source or only_target:
-                log.info("%s: compared on the columns both sides have; left out: source only %s, target only %s",
-                         self.name, only_source or "-", only_target or "-")
-        self.sides["source"].use(key, columns)
-        self.sides["target"].use(target_key, target_columns)
-        self.prepared = True
-        log.info("%s: comparing on key %s, columns %s", self.name, key_name, ", ".join(c.name for c in columns))
+        compared = (key, tuple(columns))
+        if not self.prepared or compared != self._compared:
+            self.sides["source"].use(key, columns)
+            self.sides["target"].use(target_key, target_columns)
+            log.info("%s: comparing on key %s, columns %s", self.name, key_name, ", ".join(c.name for c in columns))
+        self._compared = compared
+        self._note_drift(drift)
+        self.prepared = self.shape_current = True
+
+    def _types_differ(self, source: Column, target: Column) -> bool:
+        """Different type classes; on one engine, any other declared type too (across engines each names its types its
+        own way: `integer` and `int` compare as one class, see the reference's table of type classes)."""
+        if source.type_class != target.type_class:
+            return True
+        return self.config.source.engine == self.config.target.engine and source.data_type != target.data_type
+
+    def _note_drift(self, drift: Drift | None) -> None:
+        now = self.wall()
+        with self._lock:
+            before, self.drift = self.drift, drift
+            missing = drift.source_only if drift is not None else ()
+            self.missing_since = {name: self.missing_since.get(name, now) for name in missing}
+        if drift is not None and drift != before and any(drift.counts().values()):
+            log.warning("%s: the tables' columns differ (compared on the columns both have): source only %s; target "
+                        "only %s; types differ %s", self.name, ", ".join(drift.source_only) or "-",
+                        ", ".join(drift.target_only) or "-", "; ".join(drift.type_differs) or "-")
+        elif before is not None and drift is not None and not any(drift.counts().values()) and any(before.counts().values()):
+            log.info("%s: the tables' columns agree again", self.name)
 
     # --- a pass -----------------------------------------------------------------------------------------------------
     def run_pass(self) -> None:
         """One full pass: the source's keys, then the target's, re-checking due suspects between chunks."""
-        if not self.prepared:
+        if not self.shape_current:
             self.prepare()
         started_clock, chunk = self.clock(), self.config.chunk_rows
         for walker in ("source", "target"):
@@ -243,6 +300,7 @@ class Reconciler:
         with self._lock:
             self.last_pass_end = self.wall()
             self.last_pass_seconds = self.clock() - started_clock
+        self.shape_current = False  # the next pass reads the catalogs again
         self._log_confirmed()
 
     def compare(self, keys: Sequence[Key]) -> None:
@@ -337,7 +395,9 @@ class Reconciler:
             overflow_said, chunks_checked, rechecks_held = previous.overflow_said, previous.chunks_checked, previous.rechecks_held
             rows_read = {side: previous.rows_read_before[side] + reader.rows_read for side, reader in previous.sides.items()}
             last_pass_end, last_pass_seconds = previous.last_pass_end, previous.last_pass_seconds
+            missing_since, drift = dict(previous.missing_since), previous.drift
         with self._lock:
+            self.missing_since, self.drift = missing_since, drift
             self.suspects = suspects
             self.overflow_said = overflow_said
             self.chunks_checked, self.rechecks_held = chunks_checked, rechecks_held
@@ -356,4 +416,5 @@ class Reconciler:
                 chunks_checked=self.chunks_checked,
                 rows_read={side: self.rows_read_before[side] + reader.rows_read for side, reader in self.sides.items()},
                 last_pass_end=self.last_pass_end, last_pass_seconds=self.last_pass_seconds,
-                rechecks_held=self.rechecks_held, applied_through=through, gate_open=gate_open)
+                rechecks_held=self.rechecks_held, applied_through=through, gate_open=gate_open, drift=self.drift,
+                oldest_missing_column=min(self.missing_since.values(), default=None))

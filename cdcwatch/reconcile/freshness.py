@@ -1,6 +1,7 @@
 """How far the target is known to have caught up with the source, for the re-checks' freshness gate: the source commit
 time up to which the target holds every change (`applied_through`), read from a /metrics endpoint (the apply job's
-listener).
+listener: `FreshnessReader`) or from the pipeline's canary where it lands in the target (`CanaryFreshness`: the time
+the source wrote the newest canary the target holds).
 
 Only a source position proves delivery. A Debezium heartbeat carries the connector's clock when it emitted the beat,
 not a position in the source's log: a connector reading WAL late (after a restart with a backlog, or WAL the server
@@ -25,12 +26,15 @@ import time
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from cdcwatch.spark import FRESHNESS_SECONDS, NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS
+from cdcwatch.tables.side import Side
 
-__all__ = ["KEEP_SECONDS", "POSITION_SERIES", "READ_TIMEOUT_SECONDS", "REFRESH_SECONDS", "FreshnessReader", "Reading"]
+__all__ = ["KEEP_SECONDS", "POSITION_SERIES", "READ_TIMEOUT_SECONDS", "REFRESH_SECONDS", "CanaryFreshness",
+           "FreshnessReader", "Reading"]
 
 log = logging.getLogger("cdcwatch.reconcile")
 
@@ -63,22 +67,17 @@ def _get(url: str, timeout: float) -> str:
         return str(response.read().decode("utf-8"))
 
 
-class FreshnessReader:
+class _Reader:
     """`applied_through()`: the source commit time up to which the target is known to hold every change, from the last
     reading; None when there is none younger than `keep` (then no re-check counts: not knowing how far the pipeline
-    has got never confirms a divergence). Never waits for the endpoint."""
+    has got never confirms a divergence). Never waits for a read: `_take` runs on a thread of its own."""
 
-    def __init__(self, name: str, url: str, metric: str, labels: Mapping[str, str], *,
-                 timeout: float = READ_TIMEOUT_SECONDS, refresh: float = REFRESH_SECONDS, keep: float = KEEP_SECONDS,
+    def __init__(self, name: str, *, refresh: float = REFRESH_SECONDS, keep: float = KEEP_SECONDS,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
-                 fetch: Callable[[str, float], str] = _get,
                  spawn: Callable[[Callable[[], None]], None] | None = None) -> None:
-        self.name, self.url, self.metric, self.labels = name, url, metric, dict(labels)
-        self.series = POSITION_SERIES.get(metric, metric)
-        """The series read: the metric itself, or the source-position series standing in for it."""
-        self.timeout, self.refresh, self.keep = timeout, refresh, keep
+        self.name = name
+        self.refresh, self.keep = refresh, keep
         self.clock, self.wall = clock, wall
-        self._fetch = fetch
         self._spawn = spawn or self._thread
         self._lock = threading.Lock()
         self._reading: Reading | None = None
@@ -121,11 +120,11 @@ class FreshnessReader:
         through: float | None = None
         problem = ""
         try:
-            through = self._through(self._fetch(self.url, self.timeout), started)
+            through = self._take(started)
         except _Unreadable as exc:
             problem = str(exc)
         except Exception as exc:  # off the comparison's thread: whatever went wrong, the gate stays closed
-            problem = f"cannot read {self.url}: {str(exc) or type(exc).__name__}"
+            problem = f"cannot read {self.where}: {str(exc) or type(exc).__name__}"
         with self._lock:
             self._busy = False
             if through is not None:
@@ -138,6 +137,29 @@ class FreshnessReader:
         elif self.failing:
             log.info("%s: the pipeline's freshness is read again", self.name)
             self.failing = False
+
+    where = ""
+    """What is read, as a failure names it."""
+
+    def _take(self, started: float) -> float:
+        """A reading's time (source commit time), for a read started at wall-clock `started`."""
+        raise NotImplementedError
+
+
+class FreshnessReader(_Reader):
+    """The freshness a /metrics endpoint serves (`freshness_url`)."""
+
+    def __init__(self, name: str, url: str, metric: str, labels: Mapping[str, str], *,
+                 timeout: float = READ_TIMEOUT_SECONDS, fetch: Callable[[str, float], str] = _get, **timing: Any) -> None:
+        super().__init__(name, **timing)
+        self.url, self.metric, self.labels, self.where = url, metric, dict(labels), url
+        self.series = POSITION_SERIES.get(metric, metric)
+        """The series read: the metric itself, or the source-position series standing in for it."""
+        self.timeout = timeout
+        self._fetch = fetch
+
+    def _take(self, started: float) -> float:
+        return self._through(self._fetch(self.url, self.timeout), started)
 
     def _through(self, text: str, started: float) -> float:
         """The reading's time: of a timestamp, the smallest matching value (the pipeline furthest behind); of an age,
@@ -152,3 +174,24 @@ class FreshnessReader:
         if self.series.endswith("_timestamp_seconds"):
             return min(min(values), started)
         return started - max(max(values), 0.0)
+
+
+class CanaryFreshness(_Reader):
+    """The freshness the pipeline's canary shows where it lands (`freshness_canary`): the time the source wrote the
+    newest canary row the target holds. The canary travels its own topic: it proves the sink that applies it is
+    through that time, and so the target's other tables only where one sink applies them in step (one connector
+    task, or one Spark query, reading every topic)."""
+
+    def __init__(self, name: str, side: Side, column: str, **timing: Any) -> None:
+        super().__init__(name, **timing)
+        self.side, self.column, self.where = side, column, f"the target's canary ({column})"
+
+    def _take(self, started: float) -> float:
+        newest = self.side.newest_time(self.column)
+        if newest is None:
+            raise _Unreadable(f"{self.where} has no row yet: is the source writing it?")
+        return min(newest, started)
+
+    def close(self) -> None:
+        super().close()
+        self.side.close()

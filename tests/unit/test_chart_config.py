@@ -149,6 +149,8 @@ SECRET_FIELDS = {
     "ReconcileSideConfig.password": {"reconcile": [{"name": "r", "source": {"engine": "postgres", "user": "u", "table": "s.t",
                                                                         "password": LITERAL},
                                                     "target": {"engine": "postgres", "user": "u", "format": "apply"}}]},
+    "TableConfig.password": {"canary": [{"name": "c", "server": "s", "interval_seconds": 10,
+                                         "target": {"engine": "postgres", "user": "u", "table": "s.t", "password": LITERAL}}]},
 }
 """A literal in each secret field of the models (SecretStr)."""
 

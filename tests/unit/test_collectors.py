@@ -24,6 +24,8 @@ _ONE_TARGET = {
     "mysql": "  - name: a\n    user: u\n",
     "reconcile": ("  - name: a\n    source: {engine: postgres, user: u, table: public.t}\n"
                   "    target: {engine: postgres, user: u, table: public.t}\n"),
+    "canary": ("  - name: a\n    server: s\n    interval_seconds: 10\n"
+               "    target: {engine: postgres, user: u, table: public.cdc_canary}\n"),
 }
 """A minimal target of each section (the test fails for a section without one: a new collector adds its own)."""
 
@@ -93,6 +95,7 @@ def test_an_exporter_wide_label_is_refused_in_every_section_naming_who_sets_it(s
     ("postgres", "database", "the postgres collector (a label of cdcwatch_postgres_table_rows_estimate)"),
     ("mysql", "file", "the mysql collector (a label of cdcwatch_mysql_binlog_file_number)"),
     ("reconcile", "side", "the reconcile collector (a label of cdcwatch_reconcile_rows_read_total)"),
+    ("canary", "topic", "the canary collector (on every canary series)"),
 ])
 def test_a_label_the_targets_own_collector_sets_is_refused_naming_that_collector(section: str, label: str,
                                                                                  setter: str) -> None:
@@ -107,7 +110,7 @@ def test_the_labels_only_other_collectors_and_cdcwatchs_own_series_carry_are_fre
     own = entry.reserved_labels()
     others = {label for other in COLLECTORS for label in other.reserved_labels()}
     free = sorted((others | {label for spec in SELF_METRICS.values() for label in spec.labels}) - set(own))
-    assert free and ("database" in free) == (entry.kind in ("kafka", "reconcile"))
+    assert free and ("database" in free) == (entry.kind in ("kafka", "reconcile", "canary"))
     assert _refusal(entry.section, "{" + ", ".join(f"{label}: x" for label in free) + "}") == []
 
 

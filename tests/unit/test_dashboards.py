@@ -132,7 +132,7 @@ def _first_screen(model: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_overview_first_screen_is_at_most_eight_large_tiles_answering_where_it_is_stuck() -> None:
-    for shape in ({}, {"spark": False}):
+    for shape in ({}, {"spark": False}, {"spark": False, "canary": False}):
         model = build_dashboards(MixinConfig.model_validate({"stages": shape}))["cdcwatch-overview.json"]
         tiles = _first_screen(model)
         assert 1 <= len(tiles) <= 8 and all(p["type"] == "stat" and p["gridPos"]["w"] >= 6 for p in tiles), \
@@ -141,8 +141,10 @@ def test_the_overview_first_screen_is_at_most_eight_large_tiles_answering_where_
         for needed in ("server_stage:cdcwatch_freshness:code", "cdcwatch_connect_task_state", "cdcwatch_debezium_connected",
                        "cdcwatch_kafka_consumergroup_status_code", "runway_seconds", "cdcwatch_up", "ALERTS{"):
             assert needed in read, (shape, needed)
+        # the target's freshness: the listener's, else the canary's, else the age of the newest change in Kafka
         assert ("cdcwatch_spark_freshness_seconds" in read) == (not shape), shape
-        assert ("cdcwatch_kafka_newest_source_commit_timestamp_seconds" in read) == bool(shape), shape
+        assert ("cdcwatch_canary_target_age_seconds" in read) == ("canary" not in shape), shape
+        assert ("cdcwatch_kafka_newest_source_commit_timestamp_seconds" in read) == ("canary" in shape), shape
     assert "top to bottom" in model["description"] and "left to right" not in model["description"]
 
 

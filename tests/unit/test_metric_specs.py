@@ -214,7 +214,8 @@ def _connect_families() -> list:
     beans = [MBean("kafka.connect:type=x", "kafka.connect", keys, every) for keys in (
         {"type": "connect-worker-metrics"}, {"type": "connect-worker-metrics", "connector": "c"},
         {"type": "connector-metrics", "connector": "c"}, *({"type": kind, "connector": "c", "task": "0"} for kind in
-                                                          ("connector-task-metrics", "source-task-metrics", "task-error-metrics")))]
+                                                          ("connector-task-metrics", "source-task-metrics", "sink-task-metrics",
+                                                           "task-error-metrics")))]
     builder = FamilyBuilder()
     for bean in beans:
         collector._bean(builder, bean, {"c": "srv"})

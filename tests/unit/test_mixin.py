@@ -560,20 +560,11 @@ def _exported_labels() -> dict[str, set[str]]:
 
 
 def _spec_tables() -> list[tuple[list[Any], set[str]]]:
-    """Each collector's specs, with the labels its series take from MBean names (Debezium's: the reference's)."""
-    from cdcwatch.connect.collector import CONNECT_METRICS
-    from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
-    from cdcwatch.debezium import DEBEZIUM_METRICS
-    from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS
-    from cdcwatch.kafka.collector import KAFKA_METRICS
-    from cdcwatch.mysql.binlog import BINLOG_METRICS
-    from cdcwatch.postgres.slots import SLOT_METRICS
-    from cdcwatch.reconcile import RECONCILE_METRICS
+    """Each kind of target's specs (the collector registry's), with the labels its series carry that no spec declares
+    (Debezium's, from the MBean names; the canary's server and topic)."""
+    from cdcwatch.collectors import COLLECTORS
 
-    beans = {"plugin", "server", "context", "task", "database"}
-    tables = (CONNECT_METRICS, CONNECT_JMX_METRICS, DEBEZIUM_METRICS, KAFKA_METRICS, BINLOG_METRICS, SLOT_METRICS,
-              RECONCILE_METRICS)
-    return [(list(DEBEZIUM_BEAN_METRICS.values()), beans), *((list(table.values()), set()) for table in tables)]
+    return [(list(entry.specs()), set(entry.series_labels)) for entry in COLLECTORS]
 
 
 def test_rules_select_metrics_by_labels_they_carry() -> None:

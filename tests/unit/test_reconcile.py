@@ -9,8 +9,8 @@ import pytest
 from cdcwatch.config import ReconcileConfig
 from cdcwatch.reconcile.compare import LEAF_KEYS, Budget, Reconciler, classify
 from cdcwatch.reconcile.freshness import FreshnessReader
-from cdcwatch.reconcile.image import Column
-from cdcwatch.reconcile.side import Digest, Key, Shape
+from cdcwatch.tables.image import Column
+from cdcwatch.tables.side import Digest, Key, Shape
 
 
 class Clock:
@@ -412,7 +412,7 @@ def test_a_failing_side_keeps_the_pair_down_until_both_answer() -> None:
     import time as clock
 
     from cdcwatch.reconcile.collector import ReconcileCollector
-    from cdcwatch.reconcile.side import SideError
+    from cdcwatch.tables.side import SideError
     from devstack.procs import wait_for
 
     class Down(MemorySide):
@@ -451,7 +451,7 @@ def test_a_side_down_from_the_start_reads_down_on_the_first_scrape() -> None:
     import time as clock
 
     from cdcwatch.reconcile.collector import ReconcileCollector
-    from cdcwatch.reconcile.side import SideError
+    from cdcwatch.tables.side import SideError
 
     class Refused(MemorySide):
         def describe(self) -> Shape:
@@ -491,3 +491,128 @@ def test_a_side_that_does_not_answer_times_the_first_scrape_out_within_its_deadl
         assert collector.collect().families  # up once both answer
     finally:
         collector.close()
+
+
+class ShapedSide(MemorySide):
+    """A table whose columns (name → declared type) can change between passes."""
+
+    def __init__(self, rows: dict[Key, int], columns: dict[str, str]) -> None:
+        super().__init__(rows)
+        self.columns = columns
+        self.compared: list[str] = []
+
+    def describe(self) -> Shape:
+        from cdcwatch.tables.image import type_class
+
+        return Shape("id", {name: Column(name, type_class(kind), 6, kind) for name, kind in self.columns.items()})
+
+    def use(self, key: Column, columns: Sequence[Column]) -> None:
+        self.compared = [c.name for c in columns]
+
+
+def test_schema_drift_is_read_at_every_pass_and_a_missing_source_column_ages() -> None:
+    """A column added at the source that the sink never adds: reported as source_only from the pass that first sees it
+    on, its age counted from then; compared only once the target has it too. Types are compared by class and, on one
+    engine, by their declared name."""
+    clock = Clock()
+    source = ShapedSide({1: 1}, {"id": "integer", "v": "text", "amount": "numeric"})
+    target = ShapedSide({1: 1}, {"id": "integer", "v": "text", "amount": "numeric", "note": "text"})
+    r = reconciler(source, target, clock, exclude_columns=["note"])
+    r.run_pass()
+    assert r.state().drift is not None and r.state().drift.counts() == {  # type: ignore[union-attr]
+        "source_only": 0, "target_only": 0, "type_differs": 0}
+    assert r.state().oldest_missing_column is None
+    source.columns["email"] = "text"  # ALTER TABLE ADD COLUMN at the source
+    target.columns["amount"] = "double precision"
+    clock.now += 60
+    r.run_pass()
+    drift = r.state().drift
+    assert drift is not None
+    assert (drift.source_only, drift.target_only, drift.type_differs) == (
+        ("email",), (), ("amount: numeric -> double precision",))
+    assert r.state().oldest_missing_column == 1060.0
+    assert source.compared == ["id", "v", "amount"]
+    clock.now += 60
+    r.run_pass()
+    assert r.state().oldest_missing_column == 1060.0  # still the time it was first found missing
+    target.columns["email"] = "text"  # the sink evolves its table
+    r.run_pass()
+    assert r.state().oldest_missing_column is None
+    assert source.compared == ["id", "v", "amount", "email"]
+
+
+def test_one_type_class_across_engines_is_no_drift() -> None:
+    clock = Clock()
+    source = ShapedSide({1: 1}, {"id": "integer", "at": "timestamp with time zone"})
+    target = ShapedSide({1: 1}, {"id": "int", "at": "datetime"})
+    side = {"engine": "mysql", "user": "u", "table": "db.t", "rows_per_second": 1e9}
+    r = Reconciler(config(target=side), source, target, lambda seconds: False, clock, clock)  # type: ignore[arg-type]
+    r.run_pass()
+    assert r.state().drift is not None and r.state().drift.type_differs == ()  # type: ignore[union-attr]
+
+
+def test_schema_drift_is_exported_per_pair_and_its_age_carries_over_a_reload() -> None:
+    from cdcwatch.reconcile.collector import ReconcileCollector
+
+    source = ShapedSide({1: 1}, {"id": "integer", "v": "text", "email": "text"})
+    target = ShapedSide({1: 1}, {"id": "integer", "v": "text"})
+    first = ReconcileCollector(config(), source, target)
+    try:
+        first.reconciler.run_pass()
+        since = first.reconciler.missing_since["email"]
+        second = ReconcileCollector(config(), source, target)
+        second.inherit(first)
+        assert second.reconciler.missing_since == {"email": since}
+        second._first_answer.set()
+        second.reconciler.run_pass()
+        samples = {(s.name, s.labels.get("kind")): s.value for f in second.collect().families for s in f.samples}
+        assert samples[("cdcwatch_reconcile_schema_drift_columns", "source_only")] == 1
+        assert samples[("cdcwatch_reconcile_schema_drift_columns", "type_differs")] == 0
+        assert samples[("cdcwatch_reconcile_oldest_missing_column_age_seconds", None)] >= 0
+    finally:
+        first.close()
+
+
+class CanaryTable(MemorySide):
+    """A target whose canary's newest time can be set (None: no row yet)."""
+
+    def __init__(self, newest: float | None) -> None:
+        super().__init__({})
+        self.newest = newest
+        self.asked: list[str] = []
+
+    def newest_time(self, column: str) -> float | None:
+        self.asked.append(column)
+        return self.newest
+
+
+def test_the_canary_in_the_target_opens_the_gate_only_once_it_is_newer_than_the_rows_found() -> None:
+    """Without a listener, the gate reads the newest canary the target holds (the time the source wrote it): a re-check
+    counts once the canary shows the target is through the moment the rows were found."""
+    from cdcwatch.reconcile.freshness import CanaryFreshness
+
+    clock = Clock()
+    canary = CanaryTable(990.0)
+    freshness = CanaryFreshness("t", canary, "ts", clock=clock, wall=clock, spawn=lambda read: read(), refresh=0)
+    source, target = MemorySide({1: 10, 2: 20}), MemorySide({1: 10})
+    r = Reconciler(config(), source, target, lambda seconds: False, clock, clock,  # type: ignore[arg-type]
+                   applied_through=freshness.applied_through)
+    r.run_pass()  # key 2 missing, found at 1000
+    for _ in range(3):
+        clock.now += 10
+        r.recheck_due()
+    assert kinds(r, confirmed=True) == {} and r.rechecks_held == 3
+    canary.newest = clock.now - 1  # the canary written a second ago has landed
+    for _ in range(2):
+        clock.now += 10
+        r.recheck_due()
+    assert kinds(r, confirmed=True) == {2: "missing"}
+    assert canary.asked and set(canary.asked) == {"ts"}
+
+
+def test_a_target_without_a_canary_row_keeps_the_gate_closed() -> None:
+    from cdcwatch.reconcile.freshness import CanaryFreshness
+
+    clock = Clock()
+    freshness = CanaryFreshness("t", CanaryTable(None), "ts", clock=clock, wall=clock, spawn=lambda read: read())
+    assert freshness.applied_through() is None and freshness.readable is False

@@ -26,7 +26,8 @@ def test_a_config_in_every_documented_shape_loads(tmp_path):
     path.write_text(yaml.safe_dump(example))
     config = load_config(path, env=PASSWORDS)
     assert config.connect[0].jmx is not None and config.connect[0].jmx.port == 9011
-    assert [len(getattr(config, key)) for key in ("debezium", "kafka", "connect", "postgres", "mysql", "reconcile")] == [1] * 6
+    assert [len(getattr(config, key)) for key in ("debezium", "kafka", "connect", "postgres", "mysql", "reconcile",
+                                                  "canary")] == [1] * 7
 
 
 def test_every_documented_default_is_the_default(tmp_path):
@@ -43,5 +44,6 @@ def test_every_documented_default_is_the_default(tmp_path):
 
 REQUIRED = {"debezium": {"name", "jmx"}, "kafka": {"name", "bootstrap_servers"},
             "connect": {"name", "url", "username", "password", "jmx"}, "postgres": {"name", "password"},
-            "mysql": {"name", "user", "password"}, "reconcile": {"name", "source", "target"}}
+            "mysql": {"name", "user", "password"}, "reconcile": {"name", "source", "target", "freshness_canary"},
+            "canary": {"name", "server", "interval_seconds", "source", "target"}}
 """Per list section: the keys the example sets that are no defaults (required, or from its example values)."""

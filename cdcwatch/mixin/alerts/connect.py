@@ -100,10 +100,25 @@ ALERTS = (
         "critical", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} skips records",
         "Task {{ $labels.task }} of {{ $labels.connector }} skipped records after errors (errors.tolerance=all) in "
-        "the last 10 minutes: a source task has no dead letter queue, so those changes are lost.",
+        "the last 10 minutes: those changes are lost (a source task has no dead letter queue; a sink task that "
+        "sends them to one raises CdcConnectSinkDeadLettering instead).",
         fires=Case("one more every minute", {f"cdcwatch_connect_task_records_skipped_total{{{_BEAN}}}": "0+1x40"},
                    labels=labels_of(_BEAN), value=10),
         quiet=Case("a constant count", {f"cdcwatch_connect_task_records_skipped_total{{{_BEAN}}}": "4x40"}),
+        since="1m", boundary_value=2,
+    ),
+    Alert(
+        "CdcConnectSinkDeadLettering",
+        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_requests_total{%(cdcwatch)s}[10m])) > 0",
+        "critical", "instant",
+        "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} sends records to its dead letter queue",
+        "Task {{ $labels.task }} of {{ $labels.connector }} sent {{ $value | humanize }} records to its dead letter "
+        "queue in the last 10 minutes instead of writing them (errors.tolerance=all): the target misses those "
+        "changes while the task commits their offsets, so its consumer lag reads 0. The dead letter topic's headers "
+        "(errors.deadletterqueue.context.headers.enable) name each record's error.",
+        fires=Case("one more every minute", {f"cdcwatch_connect_task_dlq_produce_requests_total{{{_BEAN}}}": "0+1x40"},
+                   labels=labels_of(_BEAN), value=10),
+        quiet=Case("a constant count", {f"cdcwatch_connect_task_dlq_produce_requests_total{{{_BEAN}}}": "3x40"}),
         since="1m", boundary_value=2,
     ),
     Alert(

@@ -16,6 +16,10 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
   not and its newest applied change or heartbeat (`server:cdcwatch_spark_newest_applied_age_seconds:min`) is
   older than `freshness_idle_proof_seconds` (the series may have vanished: their last readings count); idle
   when a heartbeat or change that recent proves the source caught up.
+- `apply` without the Spark listener, from the pipeline's canary (a pipeline whose Spark job reports keeps the
+  listener's state): stalled when the target's newest canary stands while the source wrote canaries
+  `freshness_idle_proof_seconds` newer; backlogged when the target's canary moves but is older than `canary_age_seconds` and ageing;
+  flowing while it moves; idle when nothing writes the canary (the source's own stands too).
 - `pipeline`: the worst stage (`cdcwatch:freshness_state`).
 
 Moving, with the stage's lag above its alert threshold and still growing, is `backlogged`. A lag reading that
@@ -54,6 +58,9 @@ _GROUP_LAG_SECONDS = "cdcwatch_kafka_consumergroup_topic_lag_seconds"
 _KAFKA_NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
 _BINLOG_FILE = "cdcwatch_mysql_binlog_write_file_number"
 _BINLOG_POSITION = "cdcwatch_mysql_binlog_write_position_bytes"
+_CANARY_TARGET = "cdcwatch_canary_target_timestamp_seconds"
+_CANARY_TARGET_AGE = "cdcwatch_canary_target_age_seconds"
+_CANARY_SOURCE = "cdcwatch_canary_source_timestamp_seconds"
 
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
@@ -63,6 +70,8 @@ _NO_SERVER_TOPIC = TOPIC.replace('server="inventory"', 'server=""')
 _HEARTBEAT_TOPIC = TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
 _HEARTBEAT_PARTITION = _HEARTBEAT_TOPIC + ',partition="0"'
 _BINLOG = f'{EXPORTER},target="maria",server="inventory"'
+_CANARY = f'{EXPORTER},target="inventory-canary",server="inventory",topic="inventory.public.cdc_canary"'
+_CANARY_STAGE = frozenset({"canary"})
 _NEEDS = {"capture": frozenset({"debezium"}), "consume": frozenset({"kafka"}), "apply": frozenset({"spark"}),
           "pipeline": frozenset()}
 HEALTHY: dict[str, str] = {
@@ -79,8 +88,12 @@ HEALTHY: dict[str, str] = {
     f"{_KAFKA_NEWEST}{{{_HEARTBEAT_PARTITION}}}": "0+60x40",
     f"{_BINLOG_FILE}{{{_BINLOG}}}": "7x40",
     f"{_BINLOG_POSITION}{{{_BINLOG}}}": "4096+4096x40",
+    f"{_CANARY_TARGET}{{{_CANARY}}}": "0+60x40",
+    f"{_CANARY_TARGET_AGE}{{{_CANARY}}}": "5x40",
+    f"{_CANARY_SOURCE}{{{_CANARY}}}": "0+60x40",
 }
-"""Changes flowing: 60 a minute through every stage, a few seconds behind; Debezium's heartbeats in Kafka."""
+"""Changes flowing: 60 a minute through every stage, a few seconds behind; Debezium's heartbeats in Kafka; the
+canary landing in the target a few seconds after the source wrote it."""
 
 
 def _inputs(**changes: str) -> dict[str, str]:
@@ -100,8 +113,10 @@ _IDLE_SOURCE = dict(
     cdcwatch_kafka_consumergroup_committed_offset="1000x40", cdcwatch_kafka_consumergroup_topic_lag_messages="0x40",
     cdcwatch_kafka_consumergroup_topic_lag_seconds="0x40", cdcwatch_spark_changes_total="1000x40",
     cdcwatch_spark_apply_lag_seconds="300x40", cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
-    cdcwatch_mysql_binlog_write_position_bytes="4096x40")
-"""Nothing to capture: every lag reading frozen at its last (high) value; heartbeats keep coming; the binlog still."""
+    cdcwatch_mysql_binlog_write_position_bytes="4096x40", cdcwatch_canary_target_timestamp_seconds="1000x40",
+    cdcwatch_canary_source_timestamp_seconds="1000x40", cdcwatch_canary_target_age_seconds="0+60x40")
+"""Nothing to capture: every lag reading frozen at its last (high) value; heartbeats keep coming; the binlog still;
+nothing writes a canary (one that is written keeps every stage flowing)."""
 
 
 def _state(why: str, stage: str, state: str, **changes: str) -> Case:
@@ -126,6 +141,47 @@ _PIPELINE = {"server": "inventory"}
 
 def _proof(proof: str, why: str, series: dict[str, str], value: float) -> Case:
     return Case(why, series, labels={**_PIPELINE, "proof": proof}, value=value)
+
+
+
+
+def _canary(target: str, age: str, source: str = "0+60x40") -> dict[str, str]:
+    """A canary the source writes every 10 s (its newest time rising a minute a minute), and the target's newest."""
+    return {f"{_CANARY_TARGET}{{{_CANARY}}}": target, f"{_CANARY_TARGET_AGE}{{{_CANARY}}}": age,
+            f"{_CANARY_SOURCE}{{{_CANARY}}}": source}
+
+
+def _canary_state(why: str, value: float, series: dict[str, str]) -> Case:
+    return Case(why, series, labels={**_PIPELINE, "stage": "apply"}, value=value)
+
+
+def _canary_without_spark(stages: frozenset[str]) -> str | None:
+    """Without the Spark stage nothing else records the apply stage: the canary's chain alone."""
+    if "spark" in stages:
+        return None
+    return """
+        (
+          max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) - max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}) >= %(freshness_idle_proof_seconds)s
+          unless on (server)
+            max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+        ) * 0 + 4
+        or
+        (
+          max by (server) (deriv(cdcwatch_canary_target_age_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+          and on (server)
+            max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
+          and on (server)
+            max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+        ) * 0 + 3
+        or
+        (
+          max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+        ) * 0 + 2
+        or
+        (
+          max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s})
+        ) * 0 + 1
+        """
 
 
 def _capture_without_postgres(stages: frozenset[str]) -> str | None:
@@ -351,6 +407,46 @@ RECORDINGS = (
                    labels={**_PIPELINE, "stage": "apply"}, value=2),
               pipeline=True, match=("server", "stage"), labels={"stage": "apply"},
               more=(Case("a Spark query before its first event: no state", {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),)),
+    # apply without the Spark listener: the canary (a server the listener reports for keeps the listener's state)
+    Recording("server_stage:cdcwatch_freshness:code", """
+        (
+          (
+            max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) - max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}) >= %(freshness_idle_proof_seconds)s
+            unless on (server)
+              max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+          ) * 0 + 4
+          or
+          (
+            max by (server) (deriv(cdcwatch_canary_target_age_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+            and on (server)
+              max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
+            and on (server)
+              max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+          ) * 0 + 3
+          or
+          (
+            max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+          ) * 0 + 2
+          or
+          (
+            max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s})
+          ) * 0 + 1
+        )
+        unless on (server)
+          max by (server) (last_over_time(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(memory)s]))
+        """,
+              _canary_state("the target's canary lands every interval: flowing", 2,
+                            _canary("0+60x40", "5x40")),
+              pipeline=True, match=("server", "stage"), labels={"stage": "apply"}, shaped=_canary_without_spark,
+              more=(_canary_state("the source writes canaries, the target's newest stands 20 minutes old: stalled", 4,
+                                  _canary("0x40", "0+60x40")),
+                    _canary_state("the target's canary moves, 10 minutes late and later each minute: backlogged", 3,
+                                  _canary("0+30x40", "600+30x40")),
+                    _canary_state("nothing writes the canary, the target holds the newest: idle", 1,
+                                  _canary("0x40", "0+60x40", source="0x40")),
+                    Case("a server the Spark listener reports for: its state is the listener's (flowing), not the "
+                         "canary's (stalled)", {**_canary("0x40", "0+60x40"), f"{_CHANGES}{{{_Q}}}": "0+60x40"},
+                         labels={**_PIPELINE, "stage": "apply"}, value=2, needs=_SPARK))),
     # the pipeline: each stage's state and the worst of them, as a state set
     Recording("cdcwatch:freshness_state", """
         label_replace((
@@ -460,7 +556,10 @@ ALERTS = (
                  _inputs(cdcwatch_debezium_events_seen_total="500x40",
                          cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40"),
                  labels={"server": "inventory", "stage": "capture", "state": "stalled"}, value=1,
-                 needs=_NEEDS["capture"])),
+                 needs=_NEEDS["capture"]),
+            Case("without Kafka, Spark or Debezium: the source writes canaries the target never gets",
+                 _canary("0x40", "0+60x40"), labels={"server": "inventory", "stage": "apply", "state": "stalled"},
+                 value=1, needs=_CANARY_STAGE, since="5m")),
     ),
 )
 

@@ -14,6 +14,7 @@ PAIR = f'{EXPORTER},target="customers"'
 _DIVERGED = "cdcwatch_reconcile_rows_diverged"
 _SUSPECT = "cdcwatch_reconcile_rows_suspect"
 _GATE = "cdcwatch_reconcile_freshness_gate_open"
+_MISSING_AGE = "cdcwatch_reconcile_oldest_missing_column_age_seconds"
 
 
 def _rows(missing: str, extra: str = "0x40", different: str = "0x40") -> dict[str, str]:
@@ -59,6 +60,22 @@ ALERTS = (
         more=(Case("the gate closed, no row differing", _held("0x40", "0x40")),
               Case("the gate open again at 15 minutes", _held("3x40", "0x15 1x25")),
               Case("the gate closed for 5 minutes only", _held("3x40", "1x15 0x25"))),
+    ),
+    Alert(
+        "CdcReconcileSchemaDrift",
+        "max by (job, instance, target) (cdcwatch_reconcile_oldest_missing_column_age_seconds{%(cdcwatch)s}) > %(schema_drift_seconds)s",
+        "warning", "instant",
+        "A source column of {{ $labels.target }} never reached the target",
+        "A column of the source table of {{ $labels.target }} has been missing in the target for {{ $value | "
+        "humanizeDuration }}: the sink does not evolve the target table, so its values are lost, and reconciliation "
+        "compares only the columns both tables have (cdcwatch_reconcile_schema_drift_columns by kind; cdcwatch's log "
+        "names the columns). Add the column to the target (and backfill it), or let the sink evolve the table.",
+        fires=Case("a column missing for 20 minutes", {f"{_MISSING_AGE}{{{PAIR}}}": "0+60x40"}, labels=labels_of(PAIR),
+                   value=1200),
+        quiet=Case("every source column in the target", {f"{_MISSING_AGE}{{{PAIR}}}": "0x40"}),
+        since="11m",
+        boundary_value=720,
+        more=(Case("the sink added the column after 5 minutes", {f"{_MISSING_AGE}{{{PAIR}}}": "0+60x5 0x35"}),),
     ),
 )
 

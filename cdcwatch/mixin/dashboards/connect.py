@@ -93,6 +93,24 @@ CONNECT = DashboardSpec(
                       (Query('max by (connector, task) (cdcwatch_connect_source_poll_batch_avg_seconds{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"})',
                              "{{connector}}/{{task}}", when="the worker's JMX is collected"),)),
         )),
+        ("Sink tasks", (
+            PanelSpec("Sink records read and sent", "Records the sink tasks read from Kafka and pass on to be written, "
+                      "per second: read but not sent is filtered or dropped after errors.", "ops",
+                      (Query('sum by (connector) (rate(cdcwatch_connect_sink_records_read_total{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"}[$__rate_interval]))',
+                             "{{connector}} read", when="a sink connector runs and the worker's JMX is collected"),
+                       Query('sum by (connector) (rate(cdcwatch_connect_sink_records_sent_total{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"}[$__rate_interval]))',
+                             "{{connector}} sent", when="a sink connector runs and the worker's JMX is collected"))),
+            PanelSpec("Sink records not yet committed", "Records read but not yet written and committed.", "short",
+                      (Query('sum by (connector) (cdcwatch_connect_sink_records_active{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"})',
+                             "{{connector}}", when="a sink connector runs and the worker's JMX is collected"),)),
+            PanelSpec("Put batch time", "Average time a sink task takes to write a batch to its target.", "s",
+                      (Query('max by (connector, task) (cdcwatch_connect_sink_put_batch_avg_seconds{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"})',
+                             "{{connector}}/{{task}}", when="a sink connector runs and the worker's JMX is collected"),)),
+            PanelSpec("Sink offset commits", "Offset commits the sink tasks complete per second: committing while the "
+                      "records go to the dead letter queue still reads lag 0 (the canary tells).", "ops",
+                      (Query('sum by (connector) (rate(cdcwatch_connect_sink_offset_commits_total{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"}[$__rate_interval]))',
+                             "{{connector}}", when="a sink connector runs and the worker's JMX is collected"),)),
+        )),
         ("Errors and dead letter queue", (
             PanelSpec("Record errors and retries", "Records that failed, and retried operations, per second.", "ops",
                       (Query('sum by (connector) (rate(cdcwatch_connect_task_record_errors_total{%(cdcwatch_board)s, target=~"$worker", connector=~"$connector"}[$__rate_interval]))',

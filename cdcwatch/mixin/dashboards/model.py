@@ -104,8 +104,9 @@ class PanelSpec:
     width: int = 0
     """Grid columns (of 24); 0: by kind (`WIDTHS`)."""
     height: int = 8
-    unless_stage: str = ""
-    """A stand-in left out where this stage is deployed (the Kafka data's age where no apply job reports freshness)."""
+    unless_stages: tuple[str, ...] = ()
+    """A stand-in left out where any of these stages is deployed (the Kafka data's age where neither an apply job nor
+    a canary reports the target's freshness)."""
     green_below: float | None = None
     """A count that is green at 0 and red from this value on (tasks not RUNNING, targets down)."""
 
@@ -186,7 +187,7 @@ def _deployed_rows(spec: DashboardSpec, stages: frozenset[str]) -> Rows:
 
     def panel(spec: PanelSpec) -> PanelSpec | None:
         queries = tuple(q for q in spec.queries if deployed(q))
-        if not queries or spec.unless_stage in stages:
+        if not queries or set(spec.unless_stages) & stages:
             return None
         return replace(spec, queries=queries)
 

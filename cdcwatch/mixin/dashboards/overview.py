@@ -33,13 +33,21 @@ OVERVIEW = DashboardSpec(
                       (Query('max by (server) (server_stage:cdcwatch_freshness:code{server=~"$server"})', "{{server}}"),), kind="state",
                       mappings=FRESHNESS, alerts=("CdcPipelineStalled",)),
             PanelSpec("End-to-end freshness", "Age of the newest change or heartbeat the apply job has applied, per "
-                      "pipeline.", "s",
+                      "pipeline; where no listener reports, the age of the newest canary the target holds.", "s",
                       (Query('max by (server) (cdcwatch_spark_freshness_seconds{%(spark_board)s, server=~"$server"})',
-                             "{{server}}"),), kind="stat", threshold=Threshold("spark_freshness_seconds")),
-            PanelSpec("Newest change in Kafka: age", "Without an apply job reporting freshness: the age of the newest "
-                      "source commit (or Debezium heartbeat) each pipeline's topics hold.", "s",
+                             "{{server}}"),
+                       Query('max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch_board)s, server=~"$server"}) unless on (server) max by (server) (cdcwatch_spark_freshness_seconds{%(spark_board)s})',
+                             "{{server}} (canary)", when="a pipeline without the Spark listener has a canary")),
+                      kind="stat", threshold=Threshold("spark_freshness_seconds"), alerts=("CdcCanaryStale",)),
+            PanelSpec("Target freshness (canary)", "Age of the newest canary each pipeline's target holds, whatever "
+                      "applies the changes (a sink connector, your own service): how stale the target is.", "s",
+                      (Query('max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch_board)s, server=~"$server"})',
+                             "{{server}}"),), kind="stat", threshold=Threshold("canary_age_seconds"),
+                      alerts=("CdcCanaryStale",), unless_stages=("spark",)),
+            PanelSpec("Newest change in Kafka: age", "Without an apply job or a canary reporting freshness: the age of "
+                      "the newest source commit (or Debezium heartbeat) each pipeline's topics hold.", "s",
                       (Query('time() - max by (server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch_board)s, server=~"$server"})', "{{server}}"),), kind="stat",
-                      threshold=Threshold("kafka_data_age_seconds"), unless_stage="spark"),
+                      threshold=Threshold("kafka_data_age_seconds"), unless_stages=("spark", "canary")),
             PanelSpec("Connect tasks not RUNNING", "Kafka Connect tasks in any state but RUNNING: 0 is right.", "none",
                       (Query('count(cdcwatch_connect_task_state{%(cdcwatch_board)s, state!="RUNNING", server=~"$server"} == 1) or vector(0)', "tasks"),), kind="stat", green_below=1,
                       alerts=("CdcConnectTaskFailed", "CdcConnectTaskNotRunning")),
@@ -157,6 +165,20 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Duplicates per change", "Share of the changes read that are re-deliveries.", "percentunit",
                       (Query('query:cdcwatch_spark_duplicates:ratio_rate5m{%(scope)s, server=~"$server"}', "{{query}}"),),
                       threshold=Threshold("spark_duplicates_ratio")),
+        )),
+        ("Canary: the target's freshness", (
+            PanelSpec("Canary age: source and target", "Age of the newest canary at the source (nothing writes it when it "
+                      "grows) and in the target (how stale the target is); the gap between them is the pipeline's "
+                      "delivery time, up to one canary interval more.", "s",
+                      (Query('time() - max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch_board)s, server=~"$server"})',
+                             "{{server}} source", when="the canary's source is configured"),
+                       Query('max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch_board)s, server=~"$server"})',
+                             "{{server}} target")),
+                      threshold=Threshold("canary_age_seconds"), alerts=("CdcCanaryStale",)),
+            PanelSpec("Canary read time", "How long each side's canary read took at the last scrape (one aggregate on a "
+                      "kept connection).", "s",
+                      (Query('max by (server, side) (cdcwatch_canary_read_duration_seconds{%(cdcwatch_board)s, server=~"$server"})',
+                             "{{server}} {{side}}"),)),
         )),
         ("cdcwatch", (
             PanelSpec("Targets up", "Whether cdcwatch's last collection from each target succeeded.", "none",

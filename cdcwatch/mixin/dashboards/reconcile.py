@@ -3,7 +3,7 @@ cost is it checked."""
 
 # ruff: noqa: E501 (each panel's PromQL is one literal block, its lines as long as on the dashboard)
 
-from cdcwatch.mixin.dashboards.model import DashboardSpec, Mapping, PanelSpec, Query, Variable
+from cdcwatch.mixin.dashboards.model import DashboardSpec, Mapping, PanelSpec, Query, Threshold, Variable
 
 __all__ = ["GATE", "READ", "RECONCILE"]
 
@@ -35,8 +35,8 @@ RECONCILE = DashboardSpec(
         )),
         ("Confirmation", (
             PanelSpec("Freshness gate", "Whether a re-check falling due counts: open while the target is known "
-                      "(freshness_url) to hold every change committed at the source up to settle_seconds ago, or "
-                      "without freshness_url; closed, differing rows stay in flight and none is confirmed.", "none",
+                      "(freshness_url, freshness_canary) to hold every change committed at the source up to "
+                      "settle_seconds ago, or without either; closed, differing rows stay in flight and none is confirmed.", "none",
                       (Query('min by (target) (cdcwatch_reconcile_freshness_gate_open{%(cdcwatch_board)s, target=~"$pair"})', "{{target}}"),),
                       kind="state", mappings=GATE, alerts=("CdcReconcileCannotConfirm",)),
             PanelSpec("Freshness read", "Whether the last read of freshness_url gave the source commit time the target "
@@ -52,6 +52,18 @@ RECONCILE = DashboardSpec(
                       "the row was found.", "s",
                       (Query('time() - min by (target) (cdcwatch_reconcile_applied_through_timestamp_seconds{%(cdcwatch_board)s, target=~"$pair"})',
                              "{{target}}"),)),
+        )),
+        ("Schema drift", (
+            PanelSpec("Columns not shared", "Columns the source and target tables do not share, by kind: source_only "
+                      "(their values never reach the target), target_only, type_differs (compared across types). No "
+                      "value with a target of format apply.", "none",
+                      (Query('max by (target, kind) (cdcwatch_reconcile_schema_drift_columns{%(cdcwatch_board)s, target=~"$pair"})',
+                             "{{target}} {{kind}}", when="a target table with a catalog (not format apply)"),)),
+            PanelSpec("Source column missing for", "How long the longest-missing source column has been missing in the "
+                      "target: a sink that evolves its table adds it with the first change that carries it.", "s",
+                      (Query('max by (target) (cdcwatch_reconcile_oldest_missing_column_age_seconds{%(cdcwatch_board)s, target=~"$pair"})',
+                             "{{target}}", when="a target table with a catalog (not format apply)"),),
+                      threshold=Threshold("schema_drift_seconds"), alerts=("CdcReconcileSchemaDrift",)),
         )),
         ("Passes and cost", (
             PanelSpec("Full pass duration", "How long the last full comparison of each pair took: with the re-checks, "

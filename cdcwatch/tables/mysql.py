@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cdcwatch.config import ReconcileSideConfig
-from cdcwatch.reconcile.image import Column, mysql_image_hash, mysql_value, type_class
-from cdcwatch.reconcile.side import Digest, Key, Shape, SideError, key_page
+from cdcwatch.config import TableConfig
+from cdcwatch.tables.image import Column, mysql_image_hash, mysql_value, type_class
+from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page
 
 __all__ = ["MysqlTableSide"]
 
@@ -30,7 +30,7 @@ def _ident(name: str) -> str:
 class MysqlTableSide:
     """A MySQL / MariaDB table."""
 
-    def __init__(self, side: str, config: ReconcileSideConfig) -> None:
+    def __init__(self, side: str, config: TableConfig) -> None:
         assert config.table is not None
         self.side = side
         self.config = config
@@ -40,6 +40,8 @@ class MysqlTableSide:
         self._connection: Any = None
         self.key: Column | None = None
         self.columns: list[Column] = []
+        self.newest_queries: dict[str, str] = {}
+        """`newest_time`'s query of each column, built from the catalog at its first read."""
 
     def _connect(self) -> Any:
         if self._connection is None:
@@ -82,7 +84,7 @@ class MysqlTableSide:
             raise SideError(self.side, f"table {self.config.table} not found (or not visible to {self.config.user})")
         primary = [str(row[0]) for row in rows if row[3] == "PRI"]
         return Shape(primary[0] if len(primary) == 1 else None,
-                     {str(name): Column(str(name), type_class(str(kind)), int(precision))
+                     {str(name): Column(str(name), type_class(str(kind)), int(precision), str(kind).lower())
                       for name, kind, precision, _ in rows})
 
     def use(self, key: Column, columns: Sequence[Column]) -> None:
@@ -90,6 +92,20 @@ class MysqlTableSide:
 
     def _hash(self) -> str:
         return mysql_image_hash([mysql_value(column) for column in self.columns])
+
+    def newest_time(self, column: str) -> float | None:
+        if column not in self.newest_queries:  # the catalog once: then one aggregate a read
+            found = self.describe().columns.get(column)
+            if found is None or found.type_class not in ("timestamp", "integer"):
+                raise SideError(self.side, f"{self.config.table}.{column} is no timestamp or integer column")
+            c = _ident(column)
+            # whole microseconds (or milliseconds), divided here: MySQL's division keeps 4 decimal places
+            value = (f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', max({c})), 1000000"
+                     if found.type_class == "timestamp" else f"max({c}), 1000")
+            self.newest_queries[column] = f"SELECT {value} FROM {self.relation}"
+        rows = self._query(self.newest_queries[column])
+        self.rows_read += 1
+        return None if rows[0][0] is None else int(rows[0][0]) / int(rows[0][1])
 
     def keys_after(self, after: Key | None, limit: int) -> list[Key]:
         assert self.key is not None

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cdcwatch.reconcile.image import Column
+from cdcwatch.tables.image import Column
 
 __all__ = ["Digest", "Key", "Shape", "Side", "SideError", "key_page"]
 
@@ -69,6 +69,11 @@ class Side(Protocol):
 
     def row_hashes(self, keys: Sequence[Key]) -> dict[Key, int]:
         """The row hash of each of `keys` the side holds."""
+        ...
+
+    def newest_time(self, column: str) -> float | None:
+        """The newest value of `column` over the side's rows, as seconds since 1970 (a timestamp; an integer is
+        milliseconds); None without a row. One aggregate a canary table answers from one row or its index."""
         ...
 
     def close(self) -> None:

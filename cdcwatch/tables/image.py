@@ -20,7 +20,7 @@ Type classes and their text:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["HASH_DIGITS", "Column", "TypeClass", "apply_value", "mysql_image_hash", "mysql_value", "pg_image_hash",
@@ -41,11 +41,13 @@ _CLASSES: dict[str, TypeClass] = {
 
 @dataclass(frozen=True)
 class Column:
-    """A compared column: its name, type class and fractional-second precision (timestamps)."""
+    """A compared column: its name, type class and fractional-second precision (timestamps), and the type its
+    catalog declares (for the drift between sides, not compared)."""
 
     name: str
     type_class: TypeClass
     precision: int = 6
+    data_type: str = field(default="", compare=False)
 
 
 def type_class(data_type: str) -> TypeClass:

@@ -13,13 +13,13 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cdcwatch.config import ReconcileSideConfig
-from cdcwatch.reconcile.image import Column, apply_value, pg_image_hash, pg_value, type_class
+from cdcwatch.config import TableConfig
+from cdcwatch.tables.image import Column, apply_value, pg_image_hash, pg_value, type_class
 
 if TYPE_CHECKING:
     import psycopg
 
-from cdcwatch.reconcile.side import Digest, Key, Shape, SideError, key_page
+from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page
 
 __all__ = ["ApplyRowsSide", "PostgresTableSide", "render_row_key"]
 
@@ -43,13 +43,15 @@ def render_row_key(name: str, key: Key) -> str:
 
 
 class _PostgresSide:
-    def __init__(self, side: str, config: ReconcileSideConfig) -> None:
+    def __init__(self, side: str, config: TableConfig) -> None:
         self.side = side
         self.config = config
         self.rows_read = 0
         self._connection: psycopg.Connection[Any] | None = None
         self.key: Column | None = None
         self.columns: list[Column] = []
+        self.newest_queries: dict[str, str] = {}
+        """`newest_time`'s query of each column, built from the catalog at its first read."""
 
     def _connect(self) -> psycopg.Connection[Any]:
         import psycopg  # at the first query: libpq costs about 20 MiB, which an exporter without PostgreSQL does not pay
@@ -96,7 +98,7 @@ class _PostgresSide:
 class PostgresTableSide(_PostgresSide):
     """A plain PostgreSQL table with a single-column key."""
 
-    def __init__(self, side: str, config: ReconcileSideConfig) -> None:
+    def __init__(self, side: str, config: TableConfig) -> None:
         super().__init__(side, config)
         assert config.table is not None
         self.schema, self.table = config.table.split(".")
@@ -108,10 +110,23 @@ class PostgresTableSide(_PostgresSide):
             raise SideError(self.side, f"table {self.config.table} not found (or not visible to {self.config.user})")
         primary = self._query(_PRIMARY_KEY, (self.relation,))
         return Shape(str(primary[0][0]) if len(primary) == 1 else None,
-                     {str(name): Column(str(name), type_class(str(kind)), int(precision)) for name, kind, precision in rows})
+                     {str(name): Column(str(name), type_class(str(kind)), int(precision), str(kind).lower())
+                      for name, kind, precision in rows})
 
     def _hash(self) -> str:
         return pg_image_hash([pg_value(column) for column in self.columns])
+
+    def newest_time(self, column: str) -> float | None:
+        if column not in self.newest_queries:  # the catalog once: then one aggregate a read
+            found = self.describe().columns.get(column)
+            if found is None or found.type_class not in ("timestamp", "integer"):
+                raise SideError(self.side, f"{self.config.table}.{column} is no timestamp or integer column")
+            c = _ident(column)
+            value = f"extract(epoch FROM max({c}))" if found.type_class == "timestamp" else f"max({c}) / 1000.0"
+            self.newest_queries[column] = f"SELECT ({value})::float8 FROM {self.relation}"
+        rows = self._query(self.newest_queries[column])
+        self.rows_read += 1
+        return None if rows[0][0] is None else float(rows[0][0])
 
     def keys_after(self, after: Key | None, limit: int) -> list[Key]:
         assert self.key is not None
@@ -140,7 +155,7 @@ class PostgresTableSide(_PostgresSide):
 class ApplyRowsSide(_PostgresSide):
     """The reference apply job's target: the live (not deleted) rows of one `table_id` in `<schema>.rows`."""
 
-    def __init__(self, side: str, config: ReconcileSideConfig, table_id: str) -> None:
+    def __init__(self, side: str, config: TableConfig, table_id: str) -> None:
         super().__init__(side, config)
         self.table_id = table_id
         self.relation = f"{_ident(config.apply_schema)}.rows"
@@ -153,6 +168,17 @@ class ApplyRowsSide(_PostgresSide):
 
     def _hash(self) -> str:
         return pg_image_hash([apply_value(column, '"row"') for column in self.columns])
+
+    def newest_time(self, column: str) -> float | None:
+        """Debezium's encoding of the time: an ISO string (ZonedTimestamp) or microseconds (MicroTimestamp)."""
+        if column not in self.newest_queries:
+            self.describe()
+            micros = apply_value(Column(column, "timestamp"), '"row"')
+            self.newest_queries[column] = (f"SELECT (max(({micros})::numeric) / 1000000.0)::float8 FROM {self.relation} "
+                                           "WHERE table_id = %s AND NOT deleted")
+        rows = self._query(self.newest_queries[column], (self.table_id,))
+        self.rows_read += 1
+        return None if rows[0][0] is None else float(rows[0][0])
 
     def _render(self, keys: Sequence[Key]) -> list[str]:
         assert self.key is not None
