@@ -13,7 +13,7 @@ from typing import Any
 
 from cdcwatch.config import TableConfig
 from cdcwatch.tables.image import Column, mysql_image_hash, mysql_value, type_class
-from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page
+from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page, time_class
 
 __all__ = ["MysqlTableSide"]
 
@@ -95,13 +95,11 @@ class MysqlTableSide:
 
     def newest_time(self, column: str) -> float | None:
         if column not in self.newest_queries:  # the catalog once: then one aggregate a read
-            found = self.describe().columns.get(column)
-            if found is None or found.type_class not in ("timestamp", "integer"):
-                raise SideError(self.side, f"{self.config.table}.{column} is no timestamp or integer column")
             c = _ident(column)
+            timestamp = time_class(self.side, self.describe(), self.config.table, column) == "timestamp"
             # whole microseconds (or milliseconds), divided here: MySQL's division keeps 4 decimal places
-            value = (f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', max({c})), 1000000"
-                     if found.type_class == "timestamp" else f"max({c}), 1000")
+            value = (f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', max({c})), 1000000" if timestamp
+                     else f"max({c}), 1000")
             self.newest_queries[column] = f"SELECT {value} FROM {self.relation}"
         rows = self._query(self.newest_queries[column])
         self.rows_read += 1

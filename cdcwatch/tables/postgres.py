@@ -19,7 +19,7 @@ from cdcwatch.tables.image import Column, apply_value, pg_image_hash, pg_value, 
 if TYPE_CHECKING:
     import psycopg
 
-from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page
+from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page, time_class
 
 __all__ = ["ApplyRowsSide", "PostgresTableSide", "render_row_key"]
 
@@ -118,11 +118,9 @@ class PostgresTableSide(_PostgresSide):
 
     def newest_time(self, column: str) -> float | None:
         if column not in self.newest_queries:  # the catalog once: then one aggregate a read
-            found = self.describe().columns.get(column)
-            if found is None or found.type_class not in ("timestamp", "integer"):
-                raise SideError(self.side, f"{self.config.table}.{column} is no timestamp or integer column")
             c = _ident(column)
-            value = f"extract(epoch FROM max({c}))" if found.type_class == "timestamp" else f"max({c}) / 1000.0"
+            timestamp = time_class(self.side, self.describe(), self.config.table, column) == "timestamp"
+            value = f"extract(epoch FROM max({c}))" if timestamp else f"max({c}) / 1000.0"
             self.newest_queries[column] = f"SELECT ({value})::float8 FROM {self.relation}"
         rows = self._query(self.newest_queries[column])
         self.rows_read += 1

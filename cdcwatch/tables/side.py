@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from cdcwatch.tables.image import Column
 
-__all__ = ["Digest", "Key", "Shape", "Side", "SideError", "key_page"]
+__all__ = ["Digest", "Key", "Shape", "Side", "SideError", "key_page", "time_class"]
 
 Key = int | str
 """A single-column key: integer or text."""
@@ -88,3 +88,12 @@ def key_page(query: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]], relat
     where = f"WHERE {key} > %s " if after is not None else ""
     params: tuple[Any, ...] = (after, limit) if after is not None else (limit,)
     return [row[0] for row in query(f"SELECT {key} FROM {relation} {where}ORDER BY {key} LIMIT %s", params)]
+
+
+def time_class(side: str, shape: Shape, table: str | None, column: str) -> str:
+    """The type class of a canary's time `column` in `shape`: `timestamp` or `integer` (milliseconds since 1970); any
+    other, or no such column, is a SideError naming the table and the column."""
+    found = shape.columns.get(column)
+    if found is None or found.type_class not in ("timestamp", "integer"):
+        raise SideError(side, f"{table}.{column} is no timestamp or integer column")
+    return found.type_class
