@@ -1,7 +1,7 @@
 """Rules and dashboards proven on live data: a real Prometheus scrapes cdcwatch and the Spark listener
-on a running pipeline (PostgreSQL → Debezium in Kafka Connect → Apache Kafka 4 → Spark apply → PostgreSQL,
-plus a MySQL connector on MariaDB for schema history), evaluates the generated rules and sends alerts
-to a real Alertmanager, which posts them to a webhook.
+on a running pipeline (PostgreSQL → Debezium in Kafka Connect → Apache Kafka 4 → Spark apply → PostgreSQL, its
+canary written by the connector's heartbeat action, plus a MySQL connector on MariaDB for schema history),
+evaluates the generated rules and sends alerts to a real Alertmanager, which posts them to a webhook.
 
 - every panel query of every dashboard, variables resolved through the Prometheus API, returns series;
 - every rule evaluates without error;
@@ -22,7 +22,16 @@ from cdcwatch.mixin.dashboards import build_dashboards, conditional_exprs
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.mixin.preview import render_preview, resolve_variables, substitute
 from cdcwatch.promapi import PrometheusApi
-from devstack.configs import connect_worker, exporter_config, jmx_target, kafka_cluster, postgres_source, reconcile_pair, reconcile_side
+from devstack.configs import (
+    canary,
+    connect_worker,
+    exporter_config,
+    jmx_target,
+    kafka_cluster,
+    postgres_source,
+    reconcile_pair,
+    reconcile_side,
+)
 from devstack.connect import ConnectWorker
 from devstack.debezium import DebeziumProcess, mysql_connector_properties, postgres_connector_properties
 from devstack.procs import free_port, wait_for
@@ -40,14 +49,19 @@ FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5
 def observed(postgres, kafka, mariadb, stack_dir):
     postgres.sql("DROP DATABASE IF EXISTS obs_target")
     postgres.sql("CREATE DATABASE obs_target")
-    postgres.sql("DROP TABLE IF EXISTS obs_orders; CREATE TABLE obs_orders (id int PRIMARY KEY, amount int);"
-                 "INSERT INTO obs_orders SELECT g, g FROM generate_series(1, 300) g")
+    postgres.sql("DROP TABLE IF EXISTS obs_orders, obs_canary; CREATE TABLE obs_orders (id int PRIMARY KEY, amount int);"
+                 "INSERT INTO obs_orders SELECT g, g FROM generate_series(1, 300) g;"
+                 "CREATE TABLE obs_canary (id int PRIMARY KEY, ts timestamptz NOT NULL)")
     mariadb.root_sql("CREATE DATABASE IF NOT EXISTS obsshop; CREATE TABLE IF NOT EXISTS obsshop.items (id INT PRIMARY KEY);")
     started: list = []
-    properties = postgres_connector_properties(stack_dir, postgres.port, "obs", "public.obs_orders", slot="obs_slot")
+    properties = postgres_connector_properties(stack_dir, postgres.port, "obs", "public.obs_orders,public.obs_canary",
+                                               slot="obs_slot")
     for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
         properties.pop(engine_only)
     properties["heartbeat.interval.ms"] = "1000"
+    # the canary, written by the connector at each heartbeat and applied by the Spark job like any change
+    properties["heartbeat.action.query"] = ("INSERT INTO obs_canary (id, ts) VALUES (1, now()) "
+                                            "ON CONFLICT (id) DO UPDATE SET ts = EXCLUDED.ts")
     worker = ConnectWorker(stack_dir / "obs-connect", kafka.bootstrap, {"obs": properties})
     mysql_state = stack_dir / "obs-mysql"
     maria = DebeziumProcess(mysql_state, free_port(), mysql_connector_properties(
@@ -73,7 +87,10 @@ def observed(postgres, kafka, mariadb, stack_dir):
             reconcile=[reconcile_pair(
                 "obs-orders", reconcile_side("postgres", postgres.port, "postgres", table="public.obs_orders"),
                 reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"),
-                freshness_url=f"http://127.0.0.1:{job.metrics_port}/metrics", freshness_labels={"server": "obs"})]),
+                freshness_url=f"http://127.0.0.1:{job.metrics_port}/metrics", freshness_labels={"server": "obs"})],
+            canary=[canary("obs-canary", "obs", 1.0,
+                           reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"),
+                           reconcile_side("postgres", postgres.port, "postgres", table="public.obs_canary"))]),
             stack_dir)
         started.append(serve)
         rules = stack_dir / "obs-rules.yml"
