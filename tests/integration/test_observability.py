@@ -42,6 +42,8 @@ from tests.integration.conftest import Serve
 pytestmark = pytest.mark.integration
 
 SCRAPE = "3s"
+CANARY_INTERVAL = 1.0
+"""The connector's heartbeat interval, which writes the canary."""
 FAST = MixinConfig.model_validate({"durations": {"critical": "5s", "warning": "5s", "instant": "1s"}})
 
 
@@ -58,7 +60,7 @@ def observed(postgres, kafka, mariadb, stack_dir):
                                                slot="obs_slot")
     for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
         properties.pop(engine_only)
-    properties["heartbeat.interval.ms"] = "1000"
+    properties["heartbeat.interval.ms"] = str(int(CANARY_INTERVAL * 1000))
     # the canary, written by the connector at each heartbeat and applied by the Spark job like any change
     properties["heartbeat.action.query"] = ("INSERT INTO obs_canary (id, ts) VALUES (1, now()) "
                                             "ON CONFLICT (id) DO UPDATE SET ts = EXCLUDED.ts")
@@ -88,7 +90,7 @@ def observed(postgres, kafka, mariadb, stack_dir):
                 "obs-orders", reconcile_side("postgres", postgres.port, "postgres", table="public.obs_orders"),
                 reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"),
                 freshness_url=f"http://127.0.0.1:{job.metrics_port}/metrics", freshness_labels={"server": "obs"})],
-            canary=[canary("obs-canary", "obs", 1.0,
+            canary=[canary("obs-canary", "obs", CANARY_INTERVAL,
                            reconcile_side("postgres", postgres.port, "postgres", dbname="obs_target", format="apply"),
                            reconcile_side("postgres", postgres.port, "postgres", table="public.obs_canary"))]),
             stack_dir)
@@ -138,6 +140,20 @@ def test_every_dashboard_panel_returns_series_from_the_live_pipeline(observed) -
         wait_for(lambda: not missing_panels(api), 240, "every panel to have data", interval=3)
     except Exception:
         pytest.fail("panels without data:\n" + "\n".join(missing_panels(api)))
+
+
+def test_the_canary_and_the_listener_agree_within_the_canarys_interval(observed) -> None:
+    """On a Spark pipeline both tell how far the target is: the newest canary it holds and the listener's newest
+    applied change (the canary's own changes, written every second, among them) lie within one canary interval of
+    each other, give or take the scrape interval between Prometheus' two readings."""
+    api = observed["api"]
+    gap = ('max(cdcwatch_spark_newest_applied_change_timestamp_seconds{server="obs"}) - '
+           'max(cdcwatch_canary_target_timestamp_seconds{server="obs"})')
+    scrape = float(SCRAPE.rstrip("s"))
+    points = wait_for(lambda: next((v for v in [api.query_range(gap, time.time() - 30, time.time(), scrape)]
+                                    if v and len(v[0]["values"]) >= 10), None), 120, "30 s of both readings")
+    gaps = [float(value) for _, value in points[0]["values"]]
+    assert all(-scrape <= g <= CANARY_INTERVAL + scrape for g in gaps), gaps
 
 
 def test_every_rule_evaluates_without_error(observed) -> None:
