@@ -181,7 +181,7 @@ class Reconciler:
         self.last_pass_end: float | None = None
         self.last_pass_seconds: float | None = None
         self.prepared = False
-        self._compared: tuple[Column, tuple[Column, ...]] | None = None
+        self._compared: tuple[Column, tuple[Column, ...], Column, tuple[Column, ...]] | None = None
         self.shape_current = False
         """Whether the catalogs were read since the current pass began (they are read again at each pass's start)."""
         self.drift: Drift | None = None
@@ -249,8 +249,8 @@ class Reconciler:
                                    if c.name in target_shape.columns and self._types_differ(c, target_shape.columns[c.name])))
             columns = [c for c in columns if c.name in target_shape.columns]
             target_columns = [target_shape.columns[c.name] for c in columns]
-        compared = (key, tuple(columns))
-        if not self.prepared or compared != self._compared:
+        compared = (key, tuple(columns), target_key, tuple(target_columns))
+        if compared != self._compared:  # the first pass, or a column added, dropped or retyped on either side
             self.sides["source"].use(key, columns)
             self.sides["target"].use(target_key, target_columns)
             log.info("%s: comparing on key %s, columns %s", self.name, key_name, ", ".join(c.name for c in columns))
