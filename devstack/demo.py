@@ -1,11 +1,12 @@
 """`scripts/demo`: the whole monitored CDC pipeline on one machine, all on 127.0.0.1.
 
-PostgreSQL source → the released Debezium PostgreSQL connector in a Kafka Connect worker (JMX on) →
-Apache Kafka 4 (KRaft) → the Spark apply job (Spark's Kafka source, listener attached) → PostgreSQL target; `cdcwatch serve`
-with every collector; Prometheus with the generated rules (demo-speed `for`s) scraping cdcwatch and the
-Spark driver; Alertmanager posting to a local webhook that appends to `alerts.log`. A traffic
-generator inserts, updates and deletes steadily. Everything lives under one state directory (wiped
-at start); Ctrl-C stops every process it started, by PID.
+PostgreSQL source → the released Debezium PostgreSQL connector in a Kafka Connect worker (JMX on) → Apache Kafka 4
+(KRaft) → the Spark apply job (Spark's Kafka source, listener attached) → PostgreSQL target; or, with `--sink jdbc`, →
+the Debezium JDBC sink connector in the same worker → PostgreSQL target, no Spark, the target's freshness from a
+canary the source connector writes with its heartbeats. `cdcwatch serve` with every collector; Prometheus with the
+generated rules (demo-speed `for`s) scraping cdcwatch and the Spark driver; Alertmanager posting to a local webhook
+that appends to `alerts.log`. A traffic generator inserts, updates and deletes steadily. Everything lives under one
+state directory (wiped at start); Ctrl-C stops every process it started, by PID.
 
 `demo.json` in the state directory tells where everything runs; `scripts/demo --scenario NAME`
 (scenarios.py) reads it and asks the running demo, through its control endpoint, to inject a fault.
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack.configs import (
+    canary,
     connect_worker,
     exporter_config,
     jmx_target,
@@ -38,10 +40,13 @@ from devstack.configs import (
 )
 from devstack.demo_settings import (
     APPLY_RATE,
+    CANARY_INTERVAL_SECONDS,
+    CANARY_TABLE,
     CATCH_UP_SECONDS,
     COMMIT_GROUP,
     CONNECTOR,
-    DEMO_MIXIN,
+    DLQ_TOPIC,
+    MIXINS,
     PUBLICATION,
     QUERY,
     QUIET_EVALUATIONS,
@@ -51,6 +56,7 @@ from devstack.demo_settings import (
     SCRAPE_INTERVAL,
     SERVER,
     SIGNAL_TABLE,
+    SINK_CONNECTOR,
     SLOT,
     SLOT_KEEP_MB,
     SNAPSHOT_CHUNK_ROWS,
@@ -63,7 +69,7 @@ from devstack.procs import REPO, ServerProcess, StackError, free_port, jvm_dir, 
 
 __all__ = ["DemoStack", "Traffic", "run_demo"]
 
-def prerequisites(port: int) -> list[str]:
+def prerequisites(port: int, sink: str = "spark") -> list[str]:
     """What is missing before anything starts, each with how to fix it."""
     problems = []
     fix = "(scripts/setup.sh installs it)"
@@ -73,13 +79,14 @@ def prerequisites(port: int) -> list[str]:
             problems.append(f"{binary} is missing: apt-get install -y {package} {fix}")
     if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
         problems.append(f"the PostgreSQL server is missing: apt-get install -y postgresql {fix}")
-    try:
-        __import__("pyspark")
-    except ImportError:
-        problems.append(f"Python package pyspark is missing: pip install 'cdcwatch[spark]' {fix}")
+    if sink == "spark":
+        try:
+            __import__("pyspark")
+        except ImportError:
+            problems.append(f"Python package pyspark is missing: pip install 'cdcwatch[spark]' {fix}")
     if port_open(port):
         problems.append(f"port {port} is taken: stop what listens there or pass --port")
-    for part in ("kafka", "connect", "plugins", "spark-kafka"):
+    for part in ("kafka", "connect", "plugins", *(("spark-kafka",) if sink == "spark" else ())):
         try:
             jvm_dir(part)
         except StackError as exc:
@@ -132,15 +139,41 @@ class Traffic:
         self.pg.sql(f"INSERT INTO customers SELECT g, 'burst ' || g, now() FROM generate_series({first}, {first + rows - 1}) g")
 
 
-def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int) -> dict[str, Any]:
-    """The customers table compared with the apply job's target, re-checks gated on the job's measured freshness; a
-    budget far above a production default, so that a pass of the demo's table takes a couple of seconds."""
+def reconcile_config(source_port: int, target_port: int, spark_metrics_port: int | None) -> dict[str, Any]:
+    """The customers table compared with its target, re-checks gated on the measured freshness: the apply job's
+    (its ledger), or without it the canary in the sink's typed table; a budget far above a production default, so
+    that a pass of the demo's table takes a couple of seconds."""
+    source = reconcile_side("postgres", source_port, "postgres", rows_per_second=50000, table="public.customers")
+    common = {"settle_seconds": RECONCILE_SETTLE_SECONDS, "confirm_rechecks": RECONCILE_CONFIRM_RECHECKS,
+              "pass_interval_seconds": 1}
+    if spark_metrics_port is None:
+        return reconcile_pair(RECONCILE_PAIR, source, reconcile_side("postgres", target_port, "postgres",
+                                                                     rows_per_second=50000, table="public.customers"),
+                              freshness_canary={"table": CANARY_TABLE}, **common)
     return reconcile_pair(
-        RECONCILE_PAIR,
-        reconcile_side("postgres", source_port, "postgres", rows_per_second=50000, table="public.customers"),
-        reconcile_side("postgres", target_port, "postgres", rows_per_second=50000, format="apply"),
-        settle_seconds=RECONCILE_SETTLE_SECONDS, confirm_rechecks=RECONCILE_CONFIRM_RECHECKS, pass_interval_seconds=1,
-        freshness_url=f"http://127.0.0.1:{spark_metrics_port}/metrics", freshness_labels={"server": SERVER})
+        RECONCILE_PAIR, source, reconcile_side("postgres", target_port, "postgres", rows_per_second=50000, format="apply"),
+        freshness_url=f"http://127.0.0.1:{spark_metrics_port}/metrics", freshness_labels={"server": SERVER}, **common)
+
+
+def sink_connector_properties(target_port: int) -> dict[str, str]:
+    """The Debezium JDBC sink writing the customers and canary topics into the target's tables as they are: no
+    schema evolution, only the columns it was set up with (a column added at the source is dropped without a word:
+    the `schema-drift` scenario), records no converter reads go to a dead letter queue (the `dead-letter` scenario)."""
+    from devstack.debezium import jdbc_sink_properties
+
+    fields = [f"{SERVER}.public.customers:{column}" for column in ("id", "name", "updated_at")]
+    fields += [f"{SERVER}.{CANARY_TABLE}:{column}" for column in ("id", "ts")]
+    return jdbc_sink_properties(
+        f"{SERVER}.public.customers,{SERVER}.{CANARY_TABLE}", f"jdbc:postgresql://127.0.0.1:{target_port}/postgres",
+        "postgres", "postgres", **{
+            "schema.evolution": "none", "field.include.list": ",".join(fields),
+            "errors.tolerance": "all", "errors.deadletterqueue.topic.name": DLQ_TOPIC,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true"})
+
+
+_CANARY_UPSERT = (f"INSERT INTO {CANARY_TABLE} (id, ts) VALUES (1, now()) "
+                  "ON CONFLICT (id) DO UPDATE SET ts = EXCLUDED.ts")
 
 
 class _Quiet:
@@ -174,8 +207,10 @@ class DemoStack:
     """Starts, tracks and stops every component of the demo pipeline."""
 
     def __init__(self, base: Path, port: int, rows: int, log: Callable[[str], None] = print,
-                 broker_netns: bool = False) -> None:
+                 broker_netns: bool = False, sink: str = "spark") -> None:
         self.base = base
+        self.sink = sink
+        """`spark` (the apply job) or `jdbc` (the Debezium JDBC sink connector: no Spark)."""
         self.broker_netns = broker_netns
         """Run the broker in a network namespace of its own (devstack/netns.py), every client reaching it through a
         veth link that `broker_host.cut()` cuts: for the chaos run (needs root or CAP_NET_ADMIN)."""
@@ -186,7 +221,7 @@ class DemoStack:
         self.components: list[tuple[str, Any]] = []
         self.runbook_url = "http://127.0.0.1/runbook"
         """Where the alerts' runbook links point: the demo's control endpoint serves docs/runbook.md."""
-        self.info: dict[str, Any] = {"state_dir": str(base), "metrics": f"http://127.0.0.1:{port}/metrics"}
+        self.info: dict[str, Any] = {"state_dir": str(base), "metrics": f"http://127.0.0.1:{port}/metrics", "sink": sink}
         self.scenario_baseline: dict[str, float] = {}
         """Figures a scenario's inject reads for its check to compare against."""
 
@@ -205,7 +240,7 @@ class DemoStack:
         from devstack.prometheus import AlertmanagerServer, PrometheusServer, WebhookReceiver
         from devstack.spark import ApplyJob
 
-        base, steps = self.base, 8
+        base, steps, jdbc = self.base, 8, self.sink == "jdbc"
         self.log(f"[1/{steps}] PostgreSQL source and target ...")
         self.source = self._started("source", PostgresServer(base / "source", free_port()))
         self.source.start()
@@ -216,10 +251,16 @@ class DemoStack:
                         f"FROM generate_series(1, {SNAPSHOT_TABLE_ROWS}) g;"
                         f"CREATE TABLE {SIGNAL_TABLE} (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, "
                         "data varchar(2048));")
+        canary_table = f"CREATE TABLE {CANARY_TABLE} (id int PRIMARY KEY, ts timestamptz NOT NULL)"
+        if jdbc:
+            self.source.sql(canary_table)
         self.source.sql(f"ALTER SYSTEM SET max_slot_wal_keep_size = '{SLOT_KEEP_MB}MB'")  # not in a transaction
         self.source.sql("SELECT pg_reload_conf()")
         self.target = self._started("target", PostgresServer(base / "target", free_port()))
         self.target.start()
+        if jdbc:  # the sink writes the tables as they are (no schema evolution)
+            self.target.sql("CREATE TABLE customers (id int PRIMARY KEY, name text, updated_at timestamptz);"
+                            + canary_table)
         self.log(f"[2/{steps}] Apache Kafka 4 (KRaft) ...")
         if self.broker_netns:
             from devstack.netns import TestHost
@@ -229,24 +270,34 @@ class DemoStack:
             self.log(f"      in network namespace {self.broker_host.namespace} at {self.broker_host.address}")
         self.broker = self._started("broker", KafkaBroker(base / "broker", netns=self.broker_host))
         self.broker.start()
-        self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector ...")
-        properties = postgres_connector_properties(base, self.source.port, SERVER, f"public.customers,{SNAPSHOT_TABLE},{SIGNAL_TABLE}",
-                                                   slot=SLOT)
+        self.log(f"[3/{steps}] Kafka Connect worker with the Debezium PostgreSQL connector"
+                 f"{' and the Debezium JDBC sink' if jdbc else ''} ...")
+        captured = f"public.customers,{SNAPSHOT_TABLE},{SIGNAL_TABLE}" + (f",{CANARY_TABLE}" if jdbc else "")
+        properties = postgres_connector_properties(base, self.source.port, SERVER, captured, slot=SLOT)
         properties.update({"signal.data.collection": SIGNAL_TABLE,
                            "incremental.snapshot.chunk.size": str(SNAPSHOT_CHUNK_ROWS)})
         for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms",
                             "errors.max.retries"):
             properties.pop(engine_only)
-        properties["heartbeat.interval.ms"] = "1000"
-        self.connect = self._started("connect", ConnectWorker(base / "connect", self.broker.bootstrap,
-                                                              {CONNECTOR: properties}, offset_flush_ms=30000))
+        properties["heartbeat.interval.ms"] = str(int(CANARY_INTERVAL_SECONDS * 1000))
+        connectors = {CONNECTOR: properties}
+        if jdbc:
+            properties["heartbeat.action.query"] = _CANARY_UPSERT
+            connectors[SINK_CONNECTOR] = sink_connector_properties(self.target.port)
+        # the sink commits its consumer offsets at each flush: every 5 s, within the demo's consumer-status window
+        self.connect = self._started("connect", ConnectWorker(base / "connect", self.broker.bootstrap, connectors,
+                                                              offset_flush_ms=5000 if jdbc else 30000))
         self.connect.start()
-        self.log(f"[4/{steps}] Spark apply job (local[2], listener attached) ...")
-        self.apply = self._started("apply", ApplyJob(
-            base / "apply", self.broker.bootstrap, rf"{SERVER}\..*|__debezium-heartbeat\.{SERVER}",
-            f"host=127.0.0.1 port={self.target.port} user=postgres dbname=postgres", query_name=QUERY,
-            extra_args=["--commit-group", COMMIT_GROUP, "--max-offsets-per-trigger", str(APPLY_RATE)]))
-        self.apply.start()
+        self.apply: Any = None
+        if jdbc:
+            self.log(f"[4/{steps}] no Spark: the JDBC sink applies the changes in the Connect worker")
+        else:
+            self.log(f"[4/{steps}] Spark apply job (local[2], listener attached) ...")
+            self.apply = self._started("apply", ApplyJob(
+                base / "apply", self.broker.bootstrap, rf"{SERVER}\..*|__debezium-heartbeat\.{SERVER}",
+                f"host=127.0.0.1 port={self.target.port} user=postgres dbname=postgres", query_name=QUERY,
+                extra_args=["--commit-group", COMMIT_GROUP, "--max-offsets-per-trigger", str(APPLY_RATE)]))
+            self.apply.start()
         self.log(f"[5/{steps}] cdcwatch serve ...")
         self.config_file = base / "cdcwatch.yml"
         self.config_file.write_text(exporter_config(
@@ -258,7 +309,11 @@ class DemoStack:
             connect=[connect_worker("connect", self.connect.url, jmx_port=self.connect.jmx_port, timeout_seconds=2)],
             postgres=[postgres_source("source", self.source.port, timeout_seconds=2, slot_servers={SLOT: SERVER},
                                       publication_servers={PUBLICATION: SERVER})],
-            reconcile=[reconcile_config(self.source.port, self.target.port, self.apply.metrics_port)]),
+            reconcile=[reconcile_config(self.source.port, self.target.port, None if jdbc else self.apply.metrics_port)],
+            canary=[canary("target", SERVER, CANARY_INTERVAL_SECONDS,
+                           {"engine": "postgres", "port": self.target.port, "user": "postgres", "table": CANARY_TABLE},
+                           reconcile_side("postgres", self.source.port, "postgres", table=CANARY_TABLE),
+                           timeout_seconds=2)] if jdbc else None),
             encoding="utf-8")
         self.serve = self._started("serve", _Serve(self.config_file, self.port, base / "cdcwatch.log"))
         self.serve.start()
@@ -266,17 +321,19 @@ class DemoStack:
         self.alerts_log = base / "alerts.log"
         self.webhook = WebhookReceiver(self.alerts_log)
         self.components.append(("webhook", _Closing(self.webhook)))
-        self.alertmanager = self._started("alertmanager", AlertmanagerServer(base / "alertmanager", self.webhook.url,
-                                                                             inhibit_rules()))
+        self.alertmanager = self._started("alertmanager", AlertmanagerServer(
+            base / "alertmanager", self.webhook.url,
+            inhibit_rules(MixinConfig.model_validate(MIXINS[self.sink]))))
         self.alertmanager.start()
         self.log(f"[7/{steps}] Prometheus with the cdcwatch rules ...")
         rules = base / "cdcwatch.rules.yml"
-        rules.write_text(rules_yaml(MixinConfig.model_validate({**DEMO_MIXIN, "runbook_base_url": self.runbook_url})),
-                         encoding="utf-8")
+        mixin = MixinConfig.model_validate({**MIXINS[self.sink], "runbook_base_url": self.runbook_url})
+        rules.write_text(rules_yaml(mixin), encoding="utf-8")
+        jobs = {"cdcwatch": [f"127.0.0.1:{self.port}"]}
+        if self.apply is not None:
+            jobs["cdcwatch-spark"] = [f"127.0.0.1:{self.apply.metrics_port}"]
         self.prometheus = self._started("prometheus", PrometheusServer(
-            base / "prometheus", {"cdcwatch": [f"127.0.0.1:{self.port}"],
-                                  "cdcwatch-spark": [f"127.0.0.1:{self.apply.metrics_port}"]},
-            [rules], f"127.0.0.1:{self.alertmanager.port}", interval=SCRAPE_INTERVAL))
+            base / "prometheus", jobs, [rules], f"127.0.0.1:{self.alertmanager.port}", interval=SCRAPE_INTERVAL))
         self.prometheus.start()
         self.log(f"[8/{steps}] traffic ...")
         self.traffic = Traffic(self.source, self.rows + 1)
@@ -284,18 +341,22 @@ class DemoStack:
         self.components.append(("traffic", _Stopping(self.traffic.stop)))
         self.info.update({
             "prometheus": self.prometheus.url, "alertmanager": self.alertmanager.url,
-            "spark_metrics": self.apply.metrics_url, "connect_rest": self.connect.url,
+            "spark_metrics": self.apply.metrics_url if self.apply else None, "connect_rest": self.connect.url,
+            "kafka": self.broker.bootstrap,
             "source": f"psql -h 127.0.0.1 -p {self.source.port} -U postgres",
-            "target": f"psql -h 127.0.0.1 -p {self.target.port} -U postgres  (table cdcwatch_apply.rows)",
+            "target": f"psql -h 127.0.0.1 -p {self.target.port} -U postgres  "
+                      + ("(tables customers, cdc_canary)" if jdbc else "(table cdcwatch_apply.rows)"),
             "alerts_log": str(self.alerts_log), "config": str(self.config_file),
-            "logs": {"connect": str(self.connect.dir / "worker.log"), "apply": str(self.apply.log),
-                     "cdcwatch": str(base / "cdcwatch.log"), "source": str(self.source.log),
+            "logs": {"connect": str(self.connect.dir / "worker.log"), "cdcwatch": str(base / "cdcwatch.log"),
+                     **({"apply": str(self.apply.log)} if self.apply else {}), "source": str(self.source.log),
                      "prometheus": str(base / "prometheus" / "prometheus.log")},
             "scrape_interval_seconds": float(SCRAPE_INTERVAL.rstrip("s")),
             "pids": self.pids(),
         })
-        self.log("        waiting for Prometheus to see the apply job's first changes ...")
-        wait_for(self._applying, 600, f"the apply job's first changes in Prometheus (log {self.apply.log})", interval=1)
+        what = "the sink's first canary" if jdbc else "the apply job's first changes"
+        self.log(f"        waiting for Prometheus to see {what} ...")
+        log = self.apply.log if self.apply else self.connect.dir / "worker.log"
+        wait_for(self._applying, 600, f"{what} in Prometheus (log {log})", interval=1)
         self.log("        waiting for the pipeline to catch up with the initial snapshot ...")
         quiet = _Quiet(self.prometheus.url, float(SCRAPE_INTERVAL.rstrip("s")) * QUIET_EVALUATIONS)
         try:
@@ -305,8 +366,8 @@ class DemoStack:
                      f"(see {self.prometheus.url}/alerts)")
 
     def _applying(self) -> bool:
-        """Prometheus holds the apply stage's state of the pipeline: the job applied changes and was scraped since
-        (ready before that, a fault on the apply job would find no stage to stall)."""
+        """Prometheus holds the apply stage's state of the pipeline: the job applied changes (or the sink wrote a
+        canary) and was scraped since (ready before that, a fault on the apply stage would find no stage to stall)."""
         from cdcwatch.mixin.alerts.pipeline import STATE
         from cdcwatch.promapi import PrometheusApi
 
@@ -444,11 +505,11 @@ def _write_state(stack: DemoStack) -> None:
     (stack.base / STATE_FILE).write_text(json.dumps(stack.info, indent=2), encoding="utf-8")
 
 
-def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None) -> int:
+def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None, sink: str = "spark") -> int:
     """Start the pipeline, show the live summary (or, headless, a status line every 30 s) until Ctrl-C."""
     from devstack.summary import Summary
 
-    problems = prerequisites(port)
+    problems = prerequisites(port, sink)
     if problems:
         print("the demo cannot start:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
         return 2
@@ -458,7 +519,7 @@ def run_demo(state_dir: str, port: int, rows: int, headless: bool | None = None)
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     base.chmod(0o755)
-    stack = DemoStack(base, port, rows, log=lambda line: print(line, flush=True))
+    stack = DemoStack(base, port, rows, log=lambda line: print(line, flush=True), sink=sink)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
@@ -489,7 +550,8 @@ def _where(stack: DemoStack) -> str:
     return "\n".join([
         "",
         f"  cdcwatch      {info['metrics']}   (config {info['config']})",
-        f"  Spark         {info['spark_metrics']}   (listener of query {QUERY})",
+        (f"  Spark         {info['spark_metrics']}   (listener of query {QUERY})" if info["spark_metrics"] else
+         f"  sink          {SINK_CONNECTOR} (Debezium JDBC sink in the Connect worker; dead letters: {DLQ_TOPIC})"),
         f"  Prometheus    {info['prometheus']}/alerts",
         f"  Alertmanager  {info['alertmanager']}",
         f"  Connect REST  {info['connect_rest']}/connectors?expand=status",
@@ -497,6 +559,6 @@ def _where(stack: DemoStack) -> str:
         f"  target        {info['target']}",
         f"  alerts log    {info['alerts_log']}",
         f"  runbook       {stack.runbook_url}   (every alert's runbook_url points here)",
-        f"  logs          {stack.base}/  (connect/worker.log, apply/apply.log, cdcwatch.log, ...)",
+        f"  logs          {stack.base}/  (connect/worker.log, {'apply/apply.log, ' if stack.apply else ''}cdcwatch.log, ...)",
         f"  break it      scripts/demo --scenario NAME --state-dir {stack.base}   (scripts/demo --list-scenarios)",
         ""])

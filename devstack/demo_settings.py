@@ -23,11 +23,28 @@ STATE_FILE = "demo.json"
 APPLY_RATE = 2000
 """Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
 APPLY_LAG_THRESHOLD_SECONDS = 15
-DEMO_MIXIN = {"durations": {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s",
-                            "freshness_window": "15s"},
-              "thresholds": {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": 30,
-                             "kafka_lag_seconds": 30, "debezium_lag_seconds": 30, "freshness_idle_proof_seconds": 10}}
+DEMO_DURATIONS = {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s", "freshness_window": "15s"}
+DEMO_THRESHOLDS = {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": 30,
+                   "kafka_lag_seconds": 30, "debezium_lag_seconds": 30, "freshness_idle_proof_seconds": 10}
+DEMO_MIXIN = {"durations": DEMO_DURATIONS, "thresholds": DEMO_THRESHOLDS}
 """The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""
+SINKS = ("spark", "jdbc")
+"""What applies the changes to the target: the Spark apply job with the listener, or the Debezium JDBC sink connector
+in the same Kafka Connect worker (no Spark: freshness from the canary)."""
+SINK_CONNECTOR = "demo-sink"
+CANARY_TABLE = "public.cdc_canary"
+"""The canary: the connector's heartbeat.action.query writes its one row each heartbeat (the JDBC-sink shape)."""
+CANARY_INTERVAL_SECONDS = 1.0
+DLQ_TOPIC = "demo-sink-dlq"
+CANARY_AGE_SECONDS = 30
+SCHEMA_DRIFT_SECONDS = 20
+JDBC_MIXIN = {"stages": {"spark": False}, "durations": {**DEMO_DURATIONS, "loss_window": "30s"},
+              "thresholds": {**DEMO_THRESHOLDS, "schema_drift_seconds": SCHEMA_DRIFT_SECONDS,
+                             "canary_age_seconds": CANARY_AGE_SECONDS}}
+"""The JDBC-sink shape's rules: no Spark stage, records lost or dead-lettered alerted for 30 s after the last one, a
+column missing in the target alerted after 20 s."""
+MIXINS = {"spark": DEMO_MIXIN, "jdbc": JDBC_MIXIN}
+"""The mixin configuration of each shape (`SINKS`)."""
 STATUS_WINDOW_SAMPLES = 5
 """cdcwatch's consumer-status window in the demo: a frozen consumer reads STOP after this many scrapes."""
 SCRAPE_INTERVAL = "3s"

@@ -6,7 +6,7 @@ import glob
 import subprocess
 from pathlib import Path
 
-from devstack.procs import StackError, as_user, owned_dir, require_binary, run
+from devstack.procs import StackError, as_user, owned_dir, require_binary, run, wait_for
 
 __all__ = ["PostgresServer"]
 
@@ -39,7 +39,8 @@ class PostgresServer:
                     "\n# cdcwatch local stack\n"
                     "listen_addresses = '127.0.0.1'\n"
                     f"unix_socket_directories = '{self.dir}'\n"
-                    "wal_level = logical\nmax_wal_senders = 10\nmax_replication_slots = 10\n"
+                    # the suite runs a dozen pipelines on one server, two modules at a time
+                    "wal_level = logical\nmax_wal_senders = 32\nmax_replication_slots = 32\n"
                     "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
                 )
         self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", f"-p {self.port}", "-w", "-t", "60", "start",
@@ -57,3 +58,13 @@ class PostgresServer:
                     "-v", "ON_ERROR_STOP=1", "-At", "-c", statement], f"psql: {statement[:60]}",
                    start_new_session=True)  # a Ctrl-C meant for the demo must not cut a statement short
         return done.stdout.strip()
+
+    def drop_slot(self, slot: str, timeout: float = 60) -> None:
+        """Drop `slot` once no walsender holds it: a slot outlives its connector, keeps WAL and counts against
+        `max_replication_slots`, so every pipeline the suite starts drops its slot when it ends."""
+        def dropped() -> bool:
+            self.sql(f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}'"
+                     " AND NOT active")
+            return self.sql(f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'") == "0"
+
+        wait_for(dropped, timeout, f"the replication slot {slot} to be dropped", interval=0.5)

@@ -23,16 +23,20 @@ from typing import Any
 from devstack.demo_settings import (
     APPLY_LAG_THRESHOLD_SECONDS,
     APPLY_RATE,
+    CANARY_AGE_SECONDS,
+    CANARY_TABLE,
     CHANGES_TOPIC,
     COMMIT_GROUP,
     CONNECTOR,
-    DEMO_MIXIN,
+    MIXINS,
     RECONCILE_CONFIRM_RECHECKS,
     RECONCILE_PAIR,
     RECONCILE_SETTLE_SECONDS,
+    SCHEMA_DRIFT_SECONDS,
     SCRAPE_INTERVAL,
     SERVER,
     SIGNAL_TABLE,
+    SINK_CONNECTOR,
     SLOT,
     SNAPSHOT_TABLE,
     STATUS_WINDOW_SAMPLES,
@@ -64,9 +68,14 @@ class Scenario:
     """Alerts that must neither notify nor be pending once the pipeline flows again after the fault."""
     covered: tuple[str, ...] = ()
     """Alerts the fault would raise too that must not notify: the scenario's alert covers them."""
+    covered_firing: tuple[str, ...] = ()
+    """Of those, the ones that must fire in Prometheus for the same `server` while the fault lasts: an inhibition,
+    not a quiet rule, keeps them from paging."""
     check: Callable[[Any], dict[str, Any]] | None = None
     """For a scenario without an alert (`alert` None): run in the demo between inject and recover, it checks what a
     user must see and returns the figures it checked (an AssertionError says what did not hold)."""
+    sink: str = "spark"
+    """The demo's shape the fault belongs to (`scripts/demo --sink`): what applies the changes to the target."""
 
 
 SLACK_SECONDS = 10.0
@@ -465,6 +474,69 @@ def pause_and_write_wal(stack: Any) -> float:
     return float(wait_for(gate_open, 120, "the slot to hold more WAL than it has left", interval=0.25))
 
 
+def _sink_task_state(stack: Any) -> str:
+    return str(stack.connect.get(f"/connectors/{SINK_CONNECTOR}/status")["tasks"][0]["state"])
+
+
+def _reject_in_target(stack: Any) -> float:
+    """A CHECK constraint in the target that a row the source then writes breaks: the JDBC sink tolerates no write
+    error (errors.tolerance covers conversion only), so its task fails after its retries; returns when it did."""
+    from devstack.procs import wait_for
+
+    stack.target.sql("ALTER TABLE customers ADD CONSTRAINT demo_reject CHECK (name <> 'rejected') NOT VALID")
+    stack.source.sql("UPDATE customers SET name = 'rejected', updated_at = now() WHERE id = 1")
+    wait_for(lambda: _sink_task_state(stack) == "FAILED", 120, "the sink task to fail", interval=0.5)
+    return time.time()
+
+
+def _accept_in_target(stack: Any) -> None:
+    stack.target.sql("ALTER TABLE customers DROP CONSTRAINT IF EXISTS demo_reject")
+    stack.connect.post(f"/connectors/{SINK_CONNECTOR}/tasks/0/restart")
+
+
+def _pause_sink(stack: Any) -> float:
+    """Pause the sink; returns the source time of the newest canary in the target once its task is PAUSED: from then
+    on the target's canary ages with the clock."""
+    from devstack.procs import wait_for
+
+    stack.connect.put(f"/connectors/{SINK_CONNECTOR}/pause")
+    wait_for(lambda: _sink_task_state(stack) == "PAUSED", 60, "the sink task to pause", interval=0.5)
+    return float(stack.target.sql(f"SELECT extract(epoch FROM max(ts)) FROM {CANARY_TABLE}"))
+
+
+def _resume_sink(stack: Any) -> None:
+    stack.connect.put(f"/connectors/{SINK_CONNECTOR}/resume")
+
+
+def _poison_pill(stack: Any) -> None:
+    """A record no converter reads, produced straight to the change topic the sink reads (a producer's bug)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": stack.broker.bootstrap})
+    producer.produce(CHANGES_TOPIC, key=b"not json", value=b"\x00\x01 not json either")
+    if producer.flush(10):
+        raise RuntimeError(f"the poison pill was not written to {CHANGES_TOPIC}")
+
+
+_DRIFT_COLUMN = "segment"
+
+
+def _add_uncarried_column(stack: Any) -> None:
+    """A column added at the source, then a change carrying it: the sink (no schema evolution, its field list fixed)
+    drops the column's values without a word."""
+    stack.source.sql(f"ALTER TABLE customers ADD COLUMN {_DRIFT_COLUMN} text DEFAULT 'retail'")
+    stack.source.sql("UPDATE customers SET updated_at = now() WHERE id = 2")
+
+
+def _drop_uncarried_column(stack: Any) -> None:
+    stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_DRIFT_COLUMN}")
+
+
+def pause_connector(stack: Any) -> None:
+    """Pause the connector through Connect REST; the source keeps its traffic."""
+    stack.connect.put(f"/connectors/{CONNECTOR}/pause")
+
+
 def resume_connector(stack: Any) -> None:
     writer = getattr(stack, "wal_writer", None)
     if writer is not None:
@@ -563,6 +635,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "holds more WAL than max_slot_wal_keep_size leaves, and at that rate the runway is below an hour; "
              "resume, the slot catches up",
              "CdcPostgresSlotRunwayCritical", {"slot": SLOT}, pause_and_write_wal, resume_connector),
+    Scenario("connector-paused", "pause the connector through Connect REST while the source keeps writing: Debezium "
+             "still reads changes into its queue, nothing reaches Kafka, the apply job waits; one page (the "
+             "connector's), the hand-off reads stalled and that stall and the staleness behind it are inhibited; "
+             "resume", "CdcConnectTaskNotRunning", {"connector": CONNECTOR}, pause_connector, resume_connector,
+             states=(("publish", "stalled"),),
+             covered=("CdcPipelineStalled", "CdcSparkFreshnessTooOld", "CdcCanaryStale", "CdcDebeziumQueueSaturated"),
+             covered_firing=("CdcPipelineStalled",)),
     Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows, "
              "paused after its first chunk: progress and ETA in Prometheus, then resumed: rows scanned = count(*)",
              None, {}, _start_snapshot, _resume_snapshot, check=check_snapshot),
@@ -574,6 +653,24 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),
+    # the JDBC-sink shape (scripts/demo --sink jdbc)
+    Scenario("sink-failed", "a CHECK constraint in the target rejects a row the source writes: the JDBC sink's task "
+             "fails (it tolerates no write error) while the connector keeps delivering; the constraint dropped and the "
+             "task restarted, the sink catches up", "CdcConnectTaskFailed", {"connector": SINK_CONNECTOR},
+             _reject_in_target, _accept_in_target, sink="jdbc"),
+    Scenario("sink-paused", "pause the JDBC sink through Connect REST: Kafka holds newer canaries than the target, "
+             "whose canary ages; the stale canary names the sink; resume", "CdcCanaryStale", {"stage": "sink"},
+             _pause_sink, _resume_sink, settle_seconds=float(CANARY_AGE_SECONDS),
+             sink="jdbc"),
+    Scenario("dead-letter", f"a record no converter reads in {CHANGES_TOPIC}: the sink (errors.tolerance=all) sends "
+             "it to its dead letter queue and commits on, its consumer lag 0; the alert resolves once no more come",
+             "CdcConnectSinkDeadLettering", {"connector": SINK_CONNECTOR}, _poison_pill, lambda stack: None,
+             sink="jdbc"),
+    Scenario("schema-drift", f"ALTER TABLE customers ADD COLUMN {_DRIFT_COLUMN} at the source: the sink (no schema "
+             "evolution, a fixed field list) drops its values; reconciliation reports the column missing in the target "
+             "and the alert fires after its settle time; the column dropped, it resolves", "CdcReconcileSchemaDrift",
+             {"target": RECONCILE_PAIR}, _add_uncarried_column, _drop_uncarried_column,
+             settle_seconds=float(SCHEMA_DRIFT_SECONDS), sink="jdbc"),
 )}
 
 
@@ -611,7 +708,7 @@ def _alert_for(name: str) -> float:
     from cdcwatch.mixin import MixinConfig
     from cdcwatch.mixin.alerts import ALERTS
 
-    config = MixinConfig.model_validate(DEMO_MIXIN)
+    config = MixinConfig.model_validate(MIXINS["spark"])  # the `for`s are the same in every shape
     text = next(a for a in ALERTS if a.name == name).for_(config)
     return float(text[:-1]) * {"s": 1, "m": 60}[text[-1]]
 
@@ -676,6 +773,14 @@ def _query(prometheus: str, expr: str) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
+def _firing(prometheus: str, alert: str) -> bool:
+    """Whether `alert` fires in Prometheus for the demo's pipeline."""
+    from cdcwatch.promapi import PrometheusApi
+
+    return any(a["labels"].get("alertname") == alert and a["state"] == "firing" and a["labels"].get("server") == SERVER
+               for a in PrometheusApi(prometheus, timeout=5).alerts())
+
+
 def _firing_now(prometheus: str, scenario: Scenario) -> bool:
     from cdcwatch.promapi import PrometheusApi
 
@@ -700,6 +805,9 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
         urllib.request.urlopen(info["prometheus"] + "/-/ready", timeout=5).close()
     except (OSError, urllib.error.URLError):
         raise RuntimeError(f"the demo of {state.parent} is not running: start `scripts/demo` first") from None
+    shape = info.get("sink", "spark")
+    if scenario.sink != shape:
+        raise RuntimeError(f"{name} breaks the demo started with --sink {scenario.sink}; this one runs --sink {shape}")
     if scenario.check is not None:
         return _run_check(info, scenario, say)
     if scenario.alert is None:
@@ -726,6 +834,9 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     say(f"  {scenario.alert} notified {report.fired_after:.1f}s after the fault "
         f"(floor {floor:.0f}s: {report.fired_after - floor:+.1f}s)")
     report.states_seen = _states_seen(info, scenario, injected)
+    for covered in scenario.covered_firing:
+        say(f"  waiting for {covered} to fire in Prometheus (its notification inhibited) ...")
+        wait_for(partial(_firing, info["prometheus"], covered), 240, f"{covered} to fire", interval=1)
     recovered = _post(info["control"], f"/recover/{name}")
     resolved = wait_for(lambda: _matching(_notifications(log, recovered), scenario, "resolved"), resolve_timeout,
                         f"the resolved {scenario.alert} notification", interval=0.5)

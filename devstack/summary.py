@@ -23,7 +23,12 @@ _ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("spark", "apply lag p99", "max(query:cdcwatch_spark_apply_lag_seconds:p99)", "s"),
     ("spark", "changes applied/s", "sum(rate(cdcwatch_spark_changes_applied_total[1m]))", "rate"),
     ("spark", "duplicates", "sum(cdcwatch_spark_duplicates_total)", "count"),
+    ("sink", "target freshness", "max(cdcwatch_canary_target_age_seconds)", "s"),
+    ("sink", "records written/s", "sum(rate(cdcwatch_connect_sink_records_sent_total[1m]))", "rate"),
+    ("sink", "dead-lettered", "sum(cdcwatch_connect_task_dlq_produce_requests_total)", "count"),
 )
+_SHAPE_ROWS = {"spark": "spark", "jdbc": "sink"}
+"""Each demo shape's own rows (the others are every shape's)."""
 
 
 def _shown(value: float | None, unit: str) -> str:
@@ -44,6 +49,8 @@ class Summary:
     def __init__(self, info: dict[str, Any]) -> None:
         self.info = info
         self.api = PrometheusApi(info["prometheus"], timeout=5)
+        own = _SHAPE_ROWS[info.get("sink", "spark")]
+        self.rows = tuple(row for row in _ROWS if row[0] == own or row[0] not in _SHAPE_ROWS.values())
 
     def _value(self, expr: str) -> float | None:
         try:
@@ -63,7 +70,7 @@ class Summary:
     def screen(self) -> str:
         lines = ["\033[2J\033[H" + f"cdcwatch demo (scripts/demo) — {time.strftime('%H:%M:%S')}   (Ctrl-C stops everything)", ""]
         stage = ""
-        for name, what, expr, unit in _ROWS:
+        for name, what, expr, unit in self.rows:
             lines.append(f"  {name if name != stage else '':<9} {what:<22} {_shown(self._value(expr), unit):>12}")
             stage = name
         firing = self.firing()
@@ -74,8 +81,11 @@ class Summary:
         return "\n".join(lines)
 
     def line(self) -> str:
-        values = {what: _shown(self._value(expr), unit) for _, what, expr, unit in _ROWS}
+        values = {what: _shown(self._value(expr), unit) for _, what, expr, unit in self.rows}
         firing = self.firing()
+        applied = (f"sink freshness {values['target freshness']} dead-lettered {values['dead-lettered']}"
+                   if "target freshness" in values else
+                   f"spark freshness {values['freshness']} apply p99 {values['apply lag p99']} "
+                   f"duplicates {values['duplicates']}")
         return (f"{time.strftime('%H:%M:%S')} debezium {values['connected']} lag {values['lag behind source']}; "
-                f"spark freshness {values['freshness']} apply p99 {values['apply lag p99']} "
-                f"duplicates {values['duplicates']}; firing: {', '.join(firing) or 'none'}")
+                f"{applied}; firing: {', '.join(firing) or 'none'}")

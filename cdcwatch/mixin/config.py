@@ -99,8 +99,12 @@ class Durations(StrictModel):
     abandoned: str = "6h"
     """A consumer group STOP (no member, no commit) this long is abandoned: it no longer pages, it warns to be
     retired (deleted, or left out with the Kafka target's `groups.deny`)."""
+    loss_window: str = "10m"
+    """How far back the alerts on lost or set-aside records look (skipped, dead-lettered, erroneous events): each
+    stays firing this long after the last such record."""
 
-    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window", "abandoned")
+    @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window", "abandoned",
+                     "loss_window")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):

@@ -53,6 +53,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("job", "instance", "target", "connector", "task")),
     Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
                ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
+    Inhibition("the pipeline is stalled at a stage (the first from the source): how stale its end is, which the stall "
+               "explains", ("CdcPipelineStalled",), tuple(a for a in _DOWNSTREAM if a != "CdcPipelineStalled"),
+               ("server",)),
     Inhibition("the apply job applies changes late: the end-to-end objective's warning about the same query (one "
                "notification about one number)", ("CdcSparkApplyLagHigh",), ("CdcPipelineStageSlow",),
                ("job", "instance", "query", "server")),

@@ -21,13 +21,42 @@ from devstack.postgres import PostgresServer
 from devstack.procs import free_port, port_open, wait_for
 from devstack.samples import Values, parse, value  # noqa: F401 (the tests import them from here)
 
+_STACK_DIRS: list[Path] = []
+"""The session's stack directory, once made: a failed test's report carries the tails of the logs written meanwhile."""
+LOG_TAIL_LINES = 40
+LOG_TAIL_FILES = 8
+
 
 @pytest.fixture(scope="session")
 def stack_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="cdcwatch-it-"))
     path.chmod(0o755)
+    _STACK_DIRS.append(path)
     yield path
+    _STACK_DIRS.remove(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _log_tails(since: float) -> str:
+    """The last lines of each server log written since `since`, newest first: the stack is gone once the session ends."""
+    logs = [log for directory in _STACK_DIRS for pattern in ("*.log", "stderr") for log in directory.rglob(pattern)
+            if log.is_file() and log.stat().st_mtime >= since]
+    logs.sort(key=lambda log: log.stat().st_mtime, reverse=True)
+    parts = []
+    for log in logs[:LOG_TAIL_FILES]:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
+        parts.append(f"--- {log} (last {len(lines)} lines)\n" + "\n".join(lines))
+    return "\n".join(parts)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.failed and _STACK_DIRS:
+        tails = _log_tails(call.start)
+        if tails:
+            report.sections.append(("the local stack's logs written during the failed step", tails))
 
 
 def _running(server_class, directory: Path):

@@ -184,7 +184,7 @@ def test_the_canary_read_where_it_lands_equals_the_row_and_tells_the_sink_from_t
         sink.stop()
         applier.stop()
         connector.stop()
-        postgres.sql("SELECT pg_drop_replication_slot('cn_slot') FROM pg_replication_slots WHERE slot_name = 'cn_slot'")
+        postgres.drop_slot("cn_slot")
 
 
 def test_a_target_down_and_a_missing_table_are_named_and_the_source_still_reported(postgres, serve_factory) -> None:

@@ -115,7 +115,7 @@ def test_serve_reads_the_series_limit_from_the_config_file(postgres, serve_facto
         unlimited, capped = serve_factory(exporter_config(**source)).scrape(), \
             serve_factory(exporter_config(limits={"max_series_per_target": 3}, **source)).scrape()
     finally:
-        postgres.sql("SELECT pg_drop_replication_slot('limits_cap')")
+        postgres.drop_slot("limits_cap")
 
     def exported(values):
         return sum(1 for name, _ in values if name.startswith("cdcwatch_postgres_"))

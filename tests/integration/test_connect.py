@@ -201,16 +201,6 @@ def test_a_connector_whose_plugin_is_missing_at_start_fails_without_mbeans(worke
         worker.start()
 
 
-def drop_slot(postgres, slot: str) -> None:
-    """Drop a slot once its connector's task let it go."""
-    def dropped() -> bool:
-        postgres.sql(f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}'"
-                     " AND NOT active")
-        return postgres.sql(f"SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'") == "0"
-
-    wait_for(dropped, 60, f"the slot {slot} to be dropped", interval=1)
-
-
 def labels_of(values, metric: str, **labels: str) -> list[dict[str, str]]:
     return [dict(ls) for (name, ls) in values if name == metric and set(labels.items()) <= set(ls)]
 
@@ -288,7 +278,7 @@ def test_task_restarts_through_rest_and_a_killed_worker_are_counted_exactly(work
         promtool_check(serve.text())
     finally:
         worker.delete("/connectors/restarts")
-        drop_slot(postgres, slot)
+        postgres.drop_slot(slot)
 
 
 def test_a_second_connector_with_the_same_server_name_is_a_conflict(worker, pki, postgres, stack_dir,
@@ -320,5 +310,5 @@ def test_a_second_connector_with_the_same_server_name_is_a_conflict(worker, pki,
                 worker.delete(f"/connectors/{name}")
             except Exception:  # already deleted
                 pass
-        drop_slot(postgres, "twin_a")
-        drop_slot(postgres, "twin_b")
+        postgres.drop_slot("twin_a")
+        postgres.drop_slot("twin_b")

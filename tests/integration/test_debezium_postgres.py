@@ -39,13 +39,15 @@ def connector(postgres, stack_dir):
                  f"INSERT INTO orders SELECT g, g % 100 FROM generate_series(1, {ORDERS}) g;")
     state = stack_dir / "dbz-pg"
     # the signal table captured too, as a deployment that starts incremental snapshots has it
-    props = postgres_connector_properties(state, postgres.port, "pgsrv", f"public.customers,public.orders,public.{SIGNALS}")
+    props = postgres_connector_properties(state, postgres.port, "pgsrv", f"public.customers,public.orders,public.{SIGNALS}",
+                                          slot="pgsrv_slot")
     props["signal.data.collection"] = f"public.{SIGNALS}"
     # ~30 batches of 1024 rows with a pause after each: the snapshot runs for several seconds
     process = DebeziumProcess(state, free_port(), props, batch_pause_seconds=0.25)
     process.start()
     yield process
     process.stop()
+    postgres.drop_slot("pgsrv_slot")
 
 
 @pytest.fixture(scope="module")

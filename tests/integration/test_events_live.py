@@ -91,6 +91,7 @@ def test_live_events_decode_with_positions_in_stream_order(postgres, stack_dir) 
         wait_for(lambda: any(e.kind is Kind.HEARTBEAT for _, e in decoded(connector.events_file)), 30, "a heartbeat")
     finally:
         connector.stop()
+        postgres.drop_slot("events_slot")
 
     events = decoded(connector.events_file)
     kinds = Counter(event.kind for _, event in events)

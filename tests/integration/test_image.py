@@ -63,6 +63,7 @@ def worker(postgres, kafka, stack_dir) -> Iterator[ConnectWorker]:
     process.start()
     yield process
     process.stop()
+    postgres.drop_slot("image_slot")
 
 
 def config(worker: ConnectWorker, kafka, postgres, mariadb, port: int) -> str:

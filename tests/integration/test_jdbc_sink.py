@@ -102,7 +102,7 @@ def pipeline(postgres, mariadb, kafka, stack_dir):
     yield Pipeline(main, maria)
     maria.stop()
     main.stop()
-    postgres.sql(f"SELECT pg_drop_replication_slot('{SLOT}') FROM pg_replication_slots WHERE slot_name = '{SLOT}'")
+    postgres.drop_slot(SLOT)
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ def secured_connector(postgres, stack_dir):
     process.start()
     yield process
     process.stop()
-    postgres.sql("SELECT pg_drop_replication_slot('jmx_auth_slot')")
+    postgres.drop_slot("jmx_auth_slot")
 
 
 @pytest.mark.parametrize("backend", ["jpype", "jmxquery"])

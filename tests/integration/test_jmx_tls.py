@@ -41,7 +41,7 @@ def tls_connector(postgres, stack_dir):
     process.start()
     yield process, pki
     process.stop()
-    postgres.sql("SELECT pg_drop_replication_slot('jmx_tls_slot')")
+    postgres.drop_slot("jmx_tls_slot")
 
 
 def target(name: str, port: int, **tls: object) -> dict[str, object]:

@@ -117,6 +117,7 @@ def observed(postgres, kafka, mariadb, stack_dir):
         for component in reversed(started):
             component.stop()
         webhook.close()
+        postgres.drop_slot("obs_slot")
 
 
 def missing_panels(api: PrometheusApi) -> list[str]:

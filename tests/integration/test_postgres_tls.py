@@ -62,4 +62,4 @@ def test_verify_full(tls_postgres, postgres, stack_dir, serve_factory) -> None:
         assert "certificate verify failed" in down["wrong-ca"], down
         assert 'does not match host name "localhost"' in down["wrong-name"], down
     finally:
-        postgres.sql("SELECT pg_drop_replication_slot('tls_slot')")
+        postgres.drop_slot("tls_slot")

@@ -90,7 +90,7 @@ def test_prometheus_scrape_equals_a_text_scrape_and_is_openmetrics(postgres, sta
         finally:
             prometheus.stop()
     finally:
-        postgres.sql(f"SELECT pg_drop_replication_slot('{SLOT}')")
+        postgres.drop_slot(SLOT)
 
     assert scrape.up == 1, scrape
     counted = {fmt: (answers(before, fmt), answers(after, fmt)) for fmt in ("PrometheusText0.0.4", OPENMETRICS)}

@@ -176,7 +176,7 @@ def test_postgres_to_apply_target_no_false_alarm_under_replay_then_exact_counts(
         stop_traffic.set()
         applier.stop()
         connector.stop()
-        postgres.sql("SELECT pg_drop_replication_slot('rc_slot') FROM pg_replication_slots WHERE slot_name = 'rc_slot'")
+        postgres.drop_slot("rc_slot")
 
 
 MARIA_TABLE = ("CREATE DATABASE IF NOT EXISTS rcshop; DROP TABLE IF EXISTS rcshop.items;"

@@ -93,7 +93,7 @@ def test_the_watcher_applies_a_lower_series_limit_and_the_default_again(postgres
         assert exported(after) == 3 and dropped(after) - dropped(before) == series - 3
         watched(serve, sources(postgres), lambda v: exported(v) == series, "the default limit again")
     finally:
-        postgres.sql("SELECT pg_drop_replication_slot('reload_cap')")
+        postgres.drop_slot("reload_cap")
 
 
 def test_the_watcher_waits_out_a_missing_file(postgres, serve_factory) -> None:

@@ -39,7 +39,7 @@ def test_a_postgres_slots_last_advance_survives_a_reload(postgres, serve_factory
         assert first_seen is not None
         assert value(reloaded(serve), metric, slot="reload_kept") == first_seen
     finally:
-        postgres.sql("SELECT pg_drop_replication_slot('reload_kept')")
+        postgres.drop_slot("reload_kept")
 
 
 def rotations(values) -> dict[str, float]:

@@ -124,7 +124,8 @@ def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factor
         postgres.start()
     wait_for(lambda: value(serve.scrape(), "cdcwatch_up", collector="postgres", target="source") == 1, 30,
              "the source to be back")
-    postgres.sql(f"SELECT pg_drop_replication_slot('{MANUAL}'); SELECT pg_drop_replication_slot('{SLOT}');")
+    postgres.drop_slot(MANUAL)
+    postgres.drop_slot(SLOT)
     postgres.sql("ALTER SYSTEM RESET max_slot_wal_keep_size")
     postgres.sql("SELECT pg_reload_conf()")
 
@@ -220,7 +221,7 @@ def test_wal_position_and_the_runway_of_a_stopped_slot(postgres, stack_dir, serv
     finally:
         if prometheus is not None:
             prometheus.stop()
-        postgres.sql(f"SELECT pg_drop_replication_slot('{RUNWAY_SLOT}')")
+        postgres.drop_slot(RUNWAY_SLOT)
         postgres.sql("ALTER SYSTEM RESET max_slot_wal_keep_size")
         postgres.sql("SELECT pg_reload_conf()")
 

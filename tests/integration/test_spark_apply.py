@@ -57,6 +57,7 @@ def pipeline(postgres, kafka, stack_dir):
     job.stop()
     pushgateway.stop()
     worker.stop()
+    postgres.drop_slot("shop_slot")
 
 
 def source_rows(postgres) -> dict[str, dict]:

@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
-from devstack.procs import REPO, wait_for
+from devstack.procs import REPO, StackError, wait_for
 from devstack.spark import ApplyJob
 from devstack.spark_cluster import EXECUTOR_ENV, SparkCluster, executor_archive, job_env, spark_home
 from tests.integration.conftest import parse, value
@@ -109,6 +109,7 @@ def pipeline(cluster, driver_env, postgres, kafka, stack_dir):
     yield worker, job
     job.stop()
     worker.stop()
+    postgres.drop_slot("cluster_slot")
 
 
 def source_rows(postgres) -> dict[str, dict]:
@@ -126,7 +127,17 @@ def target_rows(postgres, table: str = "cluster_items") -> dict[str, dict]:
     return {line.split("|", 1)[0]: json.loads(line.split("|", 1)[1]) for line in rows.splitlines()}
 
 
-def in_sync(postgres) -> bool:
+def in_sync(postgres, pipeline=None) -> bool:
+    """Whether the target holds the source's rows; with the `pipeline`, a StackError as soon as its apply job exited
+    or its connector's task failed (the wait would never end), naming why."""
+    if pipeline is not None:
+        worker, job = pipeline
+        if not job.server.alive:
+            raise StackError(f"the apply job exited; see {job.log}")
+        tasks = worker.get(f"/connectors/{SERVER}/status")["tasks"]
+        failed = [task.get("trace", "").splitlines()[:1] for task in tasks if task["state"] == "FAILED"]
+        if failed:
+            raise StackError(f"the connector's task FAILED: {failed}")
     return target_rows(postgres) == source_rows(postgres)
 
 
@@ -136,10 +147,10 @@ def metrics(job: ApplyJob) -> dict:
 
 def test_target_equals_source_and_apply_lag_and_freshness_hold_on_the_cluster(pipeline, postgres) -> None:
     worker, job = pipeline
-    wait_for(lambda: in_sync(postgres), 240, "the snapshot to reach the target", interval=1)
+    wait_for(lambda: in_sync(postgres, pipeline), 240, "the snapshot to reach the target", interval=1)
     postgres.sql("BEGIN; INSERT INTO cluster_items SELECT g, 'new ' || g, 1 FROM generate_series(1000, 1009) g;"
                  "UPDATE cluster_items SET qty = qty + 1 WHERE id % 10 = 3; DELETE FROM cluster_items WHERE id = 7; COMMIT")
-    wait_for(lambda: in_sync(postgres), 120, "the changes to reach the target", interval=0.5)
+    wait_for(lambda: in_sync(postgres, pipeline), 120, "the changes to reach the target", interval=0.5)
     synced = time.time()
     wait_for(lambda: value(metrics(job), "cdcwatch_spark_last_progress_timestamp_seconds", query=QUERY) > synced,
              30, "a progress after the changes were applied")
@@ -167,7 +178,7 @@ def test_target_equals_source_and_apply_lag_and_freshness_hold_on_the_cluster(pi
 
 def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipeline, postgres, kafka) -> None:
     worker, job = pipeline
-    wait_for(lambda: in_sync(postgres), 240, "the target to be in sync", interval=1)
+    wait_for(lambda: in_sync(postgres, pipeline), 240, "the target to be in sync", interval=1)
     offsets = worker.dir / "offsets.dat"
     flushed = offsets.stat().st_mtime if offsets.exists() else 0
     wait_for(lambda: offsets.exists() and offsets.stat().st_mtime > flushed, FLUSH_MS / 1000 + 30, "an offset flush")
@@ -195,7 +206,7 @@ def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipe
                                                              server=SERVER) - counted_before == redelivered and v,
                        120, f"{redelivered} duplicates counted", interval=0.02)
     assert value(counted, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER) - changes_before == changed + redelivered
-    wait_for(lambda: in_sync(postgres), 60, "the target to equal the source after the replay", interval=0.5)
+    wait_for(lambda: in_sync(postgres, pipeline), 60, "the target to equal the source after the replay", interval=0.5)
     values = metrics(job)
     print(f"\nre-delivered {redelivered} events; duplicates counted "
           f"{value(values, 'cdcwatch_spark_duplicates_total', query=QUERY, server=SERVER) - counted_before}")
@@ -217,7 +228,7 @@ def blocked_copies(postgres) -> int:
 
 def test_a_worker_killed_in_the_middle_of_a_micro_batch_loses_and_doubles_no_count(pipeline, cluster, postgres, kafka) -> None:
     worker, job = pipeline
-    wait_for(lambda: in_sync(postgres), 240, "the target to be in sync", interval=1)
+    wait_for(lambda: in_sync(postgres, pipeline), 240, "the target to be in sync", interval=1)
     before = metrics(job)  # whole batches: a batch's sink counts are recorded with its observed ones, at its progress
     counts = ("cdcwatch_spark_changes_total", "cdcwatch_spark_malformed_events_total", "cdcwatch_spark_duplicates_total",
               "cdcwatch_spark_changes_applied_total")

@@ -232,7 +232,8 @@ def test_selectors_and_thresholds_come_from_the_config() -> None:
 def test_the_runbook_names_the_alerts_the_integration_tests_prove_live(heading: str, live_sources: list[Path]) -> None:
     names = {a.name for a in ALERTS}
     proven = {n for path in live_sources for n in re.findall(r"\b(Cdc\w+)\b", path.read_text()) if n in names}
-    proven -= {a for s in SCENARIOS.values() for a in s.quiet} - {s.alert for s in SCENARIOS.values()}  # proven quiet
+    # named as proven quiet, or as covered by another alert (kept from paging), unless some scenario makes it fire
+    proven -= {a for s in SCENARIOS.values() for a in (*s.quiet, *s.covered)} - {s.alert for s in SCENARIOS.values()}
     line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith(heading))
     assert proven and set(line.removeprefix(heading).split(", ")) == proven
 

@@ -79,13 +79,19 @@ ALERTS = (
     Alert(
         "CdcConnectTaskNotRunning",
         """
-        cdcwatch_connect_task_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
-        or cdcwatch_connect_connector_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
+        cdcwatch_connect_connector_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
+        or
+        (
+          cdcwatch_connect_task_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
+          unless on (job, instance, target, connector)
+            cdcwatch_connect_connector_state{%(cdcwatch)s, state=~"PAUSED|UNASSIGNED"} == 1
+        )
         """,
         "critical", "warning",
         "Kafka Connect {{ $labels.connector }} is {{ $labels.state }}",
         "{{ $labels.connector }} (server {{ $labels.server }}) has been {{ $labels.state }} for %(for)s: "
-        "no change flows. PAUSED is someone's doing (resume it); UNASSIGNED means no worker runs it.",
+        "no change flows. PAUSED is someone's doing (resume it); UNASSIGNED means no worker runs it. A paused "
+        "connector's tasks are in its one alert.",
         fires=Case("a task left unassigned", {
             f'cdcwatch_connect_task_state{{{_TASK},state="UNASSIGNED"}}': "1x40",
             f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "0x40"},
@@ -93,14 +99,18 @@ ALERTS = (
         quiet=Case("running", {
             f'cdcwatch_connect_task_state{{{_TASK},state="UNASSIGNED"}}': "0x40",
             f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "0x40"}),
+        more=(Case("a paused connector pauses its tasks: one alert, the connector's", {
+            f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x40",
+            f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x40"},
+            labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),),
     ),
     Alert(
         "CdcConnectRecordsSkipped",
-        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_records_skipped_total{%(cdcwatch)s}[10m])) > 0",
+        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_records_skipped_total{%(cdcwatch)s}[%(loss_window)s])) > 0",
         "critical", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} skips records",
         "Task {{ $labels.task }} of {{ $labels.connector }} skipped records after errors (errors.tolerance=all) in "
-        "the last 10 minutes: those changes are lost (a source task has no dead letter queue; a sink task that "
+        "the last %(loss_window)s: those changes are lost (a source task has no dead letter queue; a sink task that "
         "sends them to one raises CdcConnectSinkDeadLettering instead).",
         fires=Case("one more every minute", {f"cdcwatch_connect_task_records_skipped_total{{{_BEAN}}}": "0+1x40"},
                    labels=labels_of(_BEAN), value=10),
@@ -109,11 +119,11 @@ ALERTS = (
     ),
     Alert(
         "CdcConnectSinkDeadLettering",
-        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_requests_total{%(cdcwatch)s}[10m])) > 0",
+        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_requests_total{%(cdcwatch)s}[%(loss_window)s])) > 0",
         "critical", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} sends records to its dead letter queue",
         "Task {{ $labels.task }} of {{ $labels.connector }} sent {{ $value | humanize }} records to its dead letter "
-        "queue in the last 10 minutes instead of writing them (errors.tolerance=all): the target misses those "
+        "queue in the last %(loss_window)s instead of writing them (errors.tolerance=all): the target misses those "
         "changes while the task commits their offsets, so its consumer lag reads 0. The dead letter topic's headers "
         "(errors.deadletterqueue.context.headers.enable) name each record's error.",
         fires=Case("one more every minute", {f"cdcwatch_connect_task_dlq_produce_requests_total{{{_BEAN}}}": "0+1x40"},
@@ -123,11 +133,11 @@ ALERTS = (
     ),
     Alert(
         "CdcConnectDlqProduceFailures",
-        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_failures_total{%(cdcwatch)s}[10m])) > 0",
+        "sum by (job, instance, target, connector, task) (increase(cdcwatch_connect_task_dlq_produce_failures_total{%(cdcwatch)s}[%(loss_window)s])) > 0",
         "critical", "instant",
         "Kafka Connect {{ $labels.connector }}/{{ $labels.task }} cannot write its dead letter queue",
         "Task {{ $labels.task }} of {{ $labels.connector }} failed to write records to its dead letter queue in the "
-        "last 10 minutes: those records are neither applied nor kept.",
+        "last %(loss_window)s: those records are neither applied nor kept.",
         fires=Case("one more every minute", {f"cdcwatch_connect_task_dlq_produce_failures_total{{{_BEAN}}}": "0+1x40"},
                    labels=labels_of(_BEAN), value=10),
         quiet=Case("a constant count", {f"cdcwatch_connect_task_dlq_produce_failures_total{{{_BEAN}}}": "1x40"}),

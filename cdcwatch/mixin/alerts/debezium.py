@@ -406,11 +406,11 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumErroneousEvents",
-        "sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_erroneous_events_total{%(cdcwatch)s}[10m])) > 0",
+        "sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_erroneous_events_total{%(cdcwatch)s}[%(loss_window)s])) > 0",
         "warning", "instant",
         "Debezium connector {{ $labels.server }} hits erroneous events",
         "The connector {{ $labels.server }} on {{ $labels.target }} counted events it could not process in the "
-        "last 10 minutes; its log names the failing records.",
+        "last %(loss_window)s; its log names the failing records.",
         fires=Case("one more every minute", {f"cdcwatch_debezium_erroneous_events_total{{{_STREAMING}}}": "0+1x40"},
                    labels=labels_of(DBZ), value=10),
         quiet=Case("a constant count", {f"cdcwatch_debezium_erroneous_events_total{{{_STREAMING}}}": "3x40"}),
@@ -419,14 +419,14 @@ ALERTS = (
     Alert(
         "CdcDebeziumEventsDiscarded",
         """
-        sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_binlog_skipped_events_total{%(cdcwatch)s}[10m])) > 0
-        or sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_logminer_abandoned_transactions_total{%(cdcwatch)s}[10m])) > 0
-        or sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_logminer_oversized_transactions_total{%(cdcwatch)s}[10m])) > 0
+        sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_binlog_skipped_events_total{%(cdcwatch)s}[%(loss_window)s])) > 0
+        or sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_logminer_abandoned_transactions_total{%(cdcwatch)s}[%(loss_window)s])) > 0
+        or sum by (job, instance, target, plugin, server) (increase(cdcwatch_debezium_logminer_oversized_transactions_total{%(cdcwatch)s}[%(loss_window)s])) > 0
         """,
         "critical", "instant",
         "Debezium connector {{ $labels.server }} discards changes",
         "The connector {{ $labels.server }} on {{ $labels.target }} skipped binlog events or abandoned or discarded "
-        "transactions in the last 10 minutes: those changes never reach Kafka.",
+        "transactions in the last %(loss_window)s: those changes never reach Kafka.",
         fires=Case("an abandoned transaction", {
             f"cdcwatch_debezium_binlog_skipped_events_total{{{_STREAMING}}}": "0x40",
             f"cdcwatch_debezium_logminer_abandoned_transactions_total{{{_STREAMING}}}": "0x10 1x30",

@@ -8,7 +8,13 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
   not while the replication slot's unconfirmed WAL grows (the source writes); idle when
   `server:cdcwatch_capture_idle_proof:bool` proves it: the slot keeps up with the WAL position, the MySQL or
   MariaDB source has not written to its binlog, or a heartbeat (TiCDC: a WATERMARK) passed through Kafka or the
-  whole pipeline recently (one rule per proof, from the stage it comes from).
+  whole pipeline recently (one rule per proof, from the stage it comes from). A reader blocked by a full queue
+  (no event, the streaming queue without free capacity) is backlogged, not stalled: the hand-off is what stopped.
+- `publish` (connector → Kafka, the hand-off): moving while the server's topics' end offsets rise
+  (`server:cdcwatch_kafka_log_end_offset:increase`); stalled when they stand while the connector reads events, its
+  queue is full, or Kafka Connect reports its connector or a task PAUSED, FAILED or UNASSIGNED; backlogged when
+  they rise but the queue is nearly full (`debezium_queue_free_ratio`, outside a snapshot); idle when nothing is read
+  or published.
 - `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics
   (`server:cdcwatch_kafka_consumergroup_committed_offset:increase`); stalled when they do not while messages
   wait; idle when every group is at the end offsets.
@@ -21,6 +27,9 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
   `freshness_idle_proof_seconds` newer; backlogged when the target's canary moves but is older than `canary_age_seconds` and ageing;
   flowing while it moves; idle when nothing writes the canary (the source's own stands too).
 - `pipeline`: the worst stage (`cdcwatch:freshness_state`).
+
+`CdcPipelineStalled` fires for the first stalled stage from the source, once per pipeline: a stall stops every stage
+after it too, and one cause pages once.
 
 Moving, with the stage's lag above its alert threshold and still growing, is `backlogged`. A lag reading that
 stays frozen while nothing moves (an idle source) never makes a stage backlogged or stalled. Each stage's rule
@@ -35,7 +44,7 @@ are left out.
 
 from dataclasses import replace
 
-from cdcwatch.mixin.alerts.examples import DBZ, EXPORTER, SLOT, SPARK, TOPIC
+from cdcwatch.mixin.alerts.examples import CONNECT, DBZ, EXPORTER, SLOT, SPARK, TOPIC
 from cdcwatch.mixin.alerts.model import IDLE_PROOFS, Alert, Case, Group, Recording
 
 __all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
@@ -61,6 +70,11 @@ _BINLOG_POSITION = "cdcwatch_mysql_binlog_write_position_bytes"
 _CANARY_TARGET = "cdcwatch_canary_target_timestamp_seconds"
 _CANARY_TARGET_AGE = "cdcwatch_canary_target_age_seconds"
 _CANARY_SOURCE = "cdcwatch_canary_source_timestamp_seconds"
+_END = "cdcwatch_kafka_log_end_offset"
+_TOPIC_PARTITIONS = "cdcwatch_kafka_topic_partitions"
+_QUEUE_FREE = "cdcwatch_debezium_queue_remaining_capacity"
+_QUEUE_CAPACITY = "cdcwatch_debezium_queue_capacity"
+_CONNECTOR_STATE = "cdcwatch_connect_connector_state"
 
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
@@ -71,9 +85,12 @@ _HEARTBEAT_TOPIC = TOPIC.replace('group="apply",', "").replace("inventory.public
 _HEARTBEAT_PARTITION = _HEARTBEAT_TOPIC + ',partition="0"'
 _BINLOG = f'{EXPORTER},target="maria",server="inventory"'
 _CANARY = f'{EXPORTER},target="inventory-canary",server="inventory",topic="inventory.public.cdc_canary"'
+_END_PARTITION = f'{EXPORTER},target="main",topic="inventory.public.items",partition="0"'
+_TOPIC_SERVER = f'{EXPORTER},target="main",topic="inventory.public.items",server="inventory"'
+_NO_SERVER_TOPIC_PARTITIONS = _TOPIC_SERVER.replace('server="inventory"', 'server=""')
 _CANARY_STAGE = frozenset({"canary"})
-_NEEDS = {"capture": frozenset({"debezium"}), "consume": frozenset({"kafka"}), "apply": frozenset({"spark"}),
-          "pipeline": frozenset()}
+_NEEDS = {"capture": frozenset({"debezium"}), "publish": frozenset({"kafka"}), "consume": frozenset({"kafka"}),
+          "apply": frozenset({"spark"}), "pipeline": frozenset()}
 HEALTHY: dict[str, str] = {
     f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40",
     f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "1x40",
@@ -91,9 +108,17 @@ HEALTHY: dict[str, str] = {
     f"{_CANARY_TARGET}{{{_CANARY}}}": "0+60x40",
     f"{_CANARY_TARGET_AGE}{{{_CANARY}}}": "5x40",
     f"{_CANARY_SOURCE}{{{_CANARY}}}": "0+60x40",
+    f"{_END}{{{_END_PARTITION}}}": "0+60x40",
+    f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40",
+    f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "8000x40",
+    f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40",
+    f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "0x40",
+    f'cdcwatch_connect_task_state{{{CONNECT},task="0",state="PAUSED"}}': "0x40",
+    f'cdcwatch_debezium_snapshot_state{{{DBZ},context="snapshot",state="running"}}': "0x40",
 }
-"""Changes flowing: 60 a minute through every stage, a few seconds behind; Debezium's heartbeats in Kafka; the
-canary landing in the target a few seconds after the source wrote it."""
+"""Changes flowing: 60 a minute through every stage, a few seconds behind, the connector's queue nearly empty, its
+snapshot done and Kafka Connect running it; Debezium's heartbeats in Kafka; the canary landing in the target a few seconds after the
+source wrote it."""
 
 
 def _inputs(**changes: str) -> dict[str, str]:
@@ -114,7 +139,8 @@ _IDLE_SOURCE = dict(
     cdcwatch_kafka_consumergroup_topic_lag_seconds="0x40", cdcwatch_spark_changes_total="1000x40",
     cdcwatch_spark_apply_lag_seconds="300x40", cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
     cdcwatch_mysql_binlog_write_position_bytes="4096x40", cdcwatch_canary_target_timestamp_seconds="1000x40",
-    cdcwatch_canary_source_timestamp_seconds="1000x40", cdcwatch_canary_target_age_seconds="0+60x40")
+    cdcwatch_canary_source_timestamp_seconds="1000x40", cdcwatch_canary_target_age_seconds="0+60x40",
+    cdcwatch_kafka_log_end_offset="1000x40")
 """Nothing to capture: every lag reading frozen at its last (high) value; heartbeats keep coming; the binlog still;
 nothing writes a canary (one that is written keeps every stage flowing)."""
 
@@ -135,6 +161,8 @@ def _idle_proven(case: Case) -> Case:
 
 
 _POSTGRES = frozenset({"postgres"})
+_DEBEZIUM = frozenset({"debezium"})
+_CONNECT = frozenset({"connect_rest"})
 _SPARK = frozenset({"spark"})
 _PIPELINE = {"server": "inventory"}
 
@@ -192,6 +220,12 @@ def _capture_without_postgres(stages: frozenset[str]) -> str | None:
         return """
             (
               (
+                min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
+                unless on (server)
+                  sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+              ) * 0 + 3
+            or
+              (
                 max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
                 and on (server)
                   max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
@@ -217,6 +251,12 @@ def _capture_without_postgres(stages: frozenset[str]) -> str | None:
     return """
         (
           (
+            min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
+            unless on (server)
+              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 3
+        or
+          (
             max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
             and on (server)
               max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
@@ -234,6 +274,74 @@ def _capture_without_postgres(stages: frozenset[str]) -> str | None:
         )
         and on (server)
           max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
+        """
+
+
+def _publish_without(stages: frozenset[str]) -> str | None:
+    """The stall evidence this deployment collects: Debezium's events and queue, and Connect's states, or either."""
+    if {"debezium", "connect_rest"} <= stages:
+        return None
+    if "debezium" in stages:
+        return """
+            (
+              (
+                sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+                or
+                min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
+              )
+              and on (server)
+                server:cdcwatch_kafka_log_end_offset:increase == 0
+            ) * 0 + 4
+            or
+            (
+              server:cdcwatch_kafka_log_end_offset:increase > 0
+              and on (server)
+                min by (server) (
+                  cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}
+                  / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, server!="", context="streaming"}
+                ) < %(debezium_queue_free_ratio)s
+              unless on (server)
+                max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"}) == 1
+            ) * 0 + 3
+            or
+            (
+              server:cdcwatch_kafka_log_end_offset:increase > 0
+            ) * 0 + 2
+            or
+            (
+              server:cdcwatch_kafka_log_end_offset:increase == 0
+            ) * 0 + 1
+            """
+    if "connect_rest" in stages:
+        return """
+            (
+              (
+                max by (server) (
+                  cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+                  or
+                  cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+                ) == 1
+              )
+              and on (server)
+                server:cdcwatch_kafka_log_end_offset:increase == 0
+            ) * 0 + 4
+            or
+            (
+              server:cdcwatch_kafka_log_end_offset:increase > 0
+            ) * 0 + 2
+            or
+            (
+              server:cdcwatch_kafka_log_end_offset:increase == 0
+            ) * 0 + 1
+            """
+    return """
+        (
+          server:cdcwatch_kafka_log_end_offset:increase > 0
+        ) * 0 + 2
+        or
+        (
+          server:cdcwatch_kafka_log_end_offset:increase == 0
+        ) * 0 + 1
         """
 
 
@@ -281,6 +389,12 @@ RECORDINGS = (
     Recording("server_stage:cdcwatch_freshness:code", """
         (
           (
+            min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
+            unless on (server)
+              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+          ) * 0 + 3
+        or
+          (
             max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
             unless on (server)
               sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
@@ -314,6 +428,62 @@ RECORDINGS = (
               pipeline=True, match=("server", "stage"), labels={"stage": "capture"}, shaped=_capture_without_postgres,
               more=(Case("a connector whose events have no server: no state",
                          {f'{_EVENTS}{{{_NO_SERVER_DBZ},context="streaming"}}': "0+60x40"}),)),
+    # publish: the rise of the server's topics' end offsets (the end offsets have no server: the topic lends it),
+    # then the state
+    Recording("server:cdcwatch_kafka_log_end_offset:increase", """
+        sum by (server) (
+          increase(cdcwatch_kafka_log_end_offset{%(cdcwatch)s}[%(freshness_window)s])
+          * on (job, instance, target, topic) group_left (server)
+            (0 * cdcwatch_kafka_topic_partitions{%(cdcwatch)s, server!=""} + 1)
+        )
+        """,
+              Case("60 messages a minute", {f"{_END}{{{_END_PARTITION}}}": "0+60x40",
+                                             f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40"},
+                   labels=_PIPELINE, value=300),
+              pipeline=True,
+              more=(Case("a topic of no server: nothing recorded",
+                         {f"{_END}{{{_END_PARTITION}}}": "0+60x40",
+                          f"{_TOPIC_PARTITIONS}{{{_NO_SERVER_TOPIC_PARTITIONS}}}": "1x40"}),)),
+    Recording("server_stage:cdcwatch_freshness:code", """
+        (
+          (
+            sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+            or
+            min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
+            or
+            max by (server) (
+              cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+              or
+              cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+            ) == 1
+          )
+          and on (server)
+            server:cdcwatch_kafka_log_end_offset:increase == 0
+        ) * 0 + 4
+        or
+        (
+          server:cdcwatch_kafka_log_end_offset:increase > 0
+          and on (server)
+            min by (server) (
+              cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}
+              / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, server!="", context="streaming"}
+            ) < %(debezium_queue_free_ratio)s
+          unless on (server)
+            max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"}) == 1
+        ) * 0 + 3
+        or
+        (
+          server:cdcwatch_kafka_log_end_offset:increase > 0
+        ) * 0 + 2
+        or
+        (
+          server:cdcwatch_kafka_log_end_offset:increase == 0
+        ) * 0 + 1
+        """,
+              Case("publish flowing (only Kafka's series)", {f"{_END}{{{_END_PARTITION}}}": "0+60x40",
+                                                            f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40"},
+                   labels={**_PIPELINE, "stage": "publish"}, value=2),
+              pipeline=True, match=("server", "stage"), labels={"stage": "publish"}, shaped=_publish_without),
     # consume: the committed offsets' rise on the server's change topics (the committed offsets have no server: the
     # group-topic lag lends it), then the state
     Recording("server:cdcwatch_kafka_consumergroup_committed_offset:increase", """
@@ -489,6 +659,23 @@ RECORDINGS = (
                          cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40")),
                   _state("capture backlogged: events flow, 2 minutes late and later each minute", "capture", "backlogged",
                          cdcwatch_debezium_lag_behind_source_seconds="60+10x40"),
+                  _needing(_DEBEZIUM, _state("capture backlogged, not stalled: no event while the slot's WAL grows, the "
+                         "reader blocked by a full queue", "capture", "backlogged",
+                         cdcwatch_debezium_events_seen_total="500x40", cdcwatch_debezium_queue_remaining_capacity="0x40",
+                         cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes="0+4096x40")),
+                  # publish
+                  _state("publish flowing", "publish", "flowing"),
+                  _state("publish idle: nothing read, nothing published", "publish", "idle", **_IDLE_SOURCE),
+                  _needing(_CONNECT, _state("publish stalled: the connector PAUSED, the topics stand", "publish", "stalled",
+                         cdcwatch_connect_connector_state="1x40", cdcwatch_kafka_log_end_offset="1000x40",
+                         cdcwatch_debezium_events_seen_total="500x40")),
+                  _needing(_DEBEZIUM, _state("publish stalled: Debezium reads events into its queue, the topics stand",
+                         "publish", "stalled", cdcwatch_kafka_log_end_offset="1000x40")),
+                  _needing(_DEBEZIUM, _state("publish stalled: the queue full, nothing read, the topics stand", "publish",
+                         "stalled", cdcwatch_debezium_events_seen_total="500x40",
+                         cdcwatch_debezium_queue_remaining_capacity="0x40", cdcwatch_kafka_log_end_offset="1000x40")),
+                  _needing(_DEBEZIUM, _state("publish backlogged: publishing, the queue 1 % free", "publish", "backlogged",
+                         cdcwatch_debezium_queue_remaining_capacity="82x40")),
                   # consume
                   _state("consume flowing", "consume", "flowing"),
                   _state("consume idle: the group is at the end offsets, nothing new", "consume", "idle", **_IDLE_SOURCE),
@@ -528,11 +715,29 @@ RECORDINGS = (
 ALERTS = (
     Alert(
         "CdcPipelineStalled",
-        'cdcwatch:freshness_state{stage!="pipeline", state="stalled"} == 1',
+        """
+        cdcwatch:freshness_state{stage="capture", state="stalled"} == 1
+        or
+        (
+          cdcwatch:freshness_state{stage="publish", state="stalled"} == 1
+          unless on (server) cdcwatch:freshness_state{stage="capture", state="stalled"} == 1
+        )
+        or
+        (
+          cdcwatch:freshness_state{stage="consume", state="stalled"} == 1
+          unless on (server) cdcwatch:freshness_state{stage=~"capture|publish", state="stalled"} == 1
+        )
+        or
+        (
+          cdcwatch:freshness_state{stage="apply", state="stalled"} == 1
+          unless on (server) cdcwatch:freshness_state{stage=~"capture|publish|consume", state="stalled"} == 1
+        )
+        """,
         "critical", "stalled",
         "The CDC pipeline {{ $labels.server }} is stalled at {{ $labels.stage }}",
         "Nothing has moved through the {{ $labels.stage }} stage of {{ $labels.server }} for %(for)s while the source "
-        "has changes for it, and no recent heartbeat shows it idle.",
+        "has changes for it, and no recent heartbeat shows it idle. It is the first stalled stage from the source: "
+        "the stages after it wait for it.",
         fires=Case("the group's committed offsets stand while messages wait",
                    _inputs(cdcwatch_kafka_consumergroup_committed_offset="1000x40",
                            cdcwatch_kafka_consumergroup_topic_lag_messages="0+100x40"),
@@ -546,7 +751,16 @@ ALERTS = (
                    _inputs(cdcwatch_spark_newest_applied_change_timestamp_seconds="0+60x18 1080x22")),
               Case("the apply job reads nothing while its newest change ages past the proof of idleness",
                    {f"{_CHANGES}{{{_Q}}}": "1000x40", f"{_NEWEST}{{{_Q}}}": "0x40"},
-                   labels={"server": "inventory", "stage": "apply", "state": "stalled"}, value=1, needs=_SPARK)),
+                   labels={"server": "inventory", "stage": "apply", "state": "stalled"}, value=1, needs=_SPARK),
+              Case("a paused connector: Debezium still reads into its queue, the topics stand, the apply job waits "
+                   "(its newest change and heartbeat ageing); one alert, for the hand-off, not for apply",
+                   _inputs(cdcwatch_connect_connector_state="1x40", cdcwatch_kafka_log_end_offset="1000x40",
+                           cdcwatch_kafka_consumergroup_committed_offset="1000x40",
+                           cdcwatch_kafka_consumergroup_topic_lag_messages="0x40", cdcwatch_spark_changes_total="1000x40",
+                           cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
+                           cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds="0x40"),
+                   labels={"server": "inventory", "stage": "publish", "state": "stalled"}, value=1,
+                   needs=_NEEDS["publish"] | _SPARK | _CONNECT)),
         fires_otherwise=(
             Case("without Kafka: the apply job reads nothing while its newest change ages past the proof of idleness",
                  {f"{_CHANGES}{{{_Q}}}": "1000x40", f"{_NEWEST}{{{_Q}}}": "0x40"},

@@ -76,8 +76,8 @@ OVERVIEW = DashboardSpec(
                       kind="stat", green_below=1),
         )),
         ("Freshness state", (
-            PanelSpec("Freshness state by stage", "Per pipeline and stage (capture: source → connector, consume: Kafka, "
-                      "apply: Spark; pipeline: the worst of them): flowing, idle (caught up, proven by a recent heartbeat "
+            PanelSpec("Freshness state by stage", "Per pipeline and stage (capture: source → connector, publish: connector "
+                      "→ Kafka, consume: Kafka, apply: Spark or the canary; pipeline: the worst of them): flowing, idle (caught up, proven by a recent heartbeat "
                       "or the slot keeping up with the WAL), backlogged (moving, but the lag grows) or stalled (nothing "
                       "moves while the source has changes for the stage).", "none",
                       (Query('max by (server, stage) (server_stage:cdcwatch_freshness:code{server=~"$server"})',
