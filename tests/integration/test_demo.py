@@ -171,6 +171,11 @@ def test_a_scenario_without_a_running_demo_says_so(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_everything_it_started(demo) -> None:
+    ctrl_c_stops_everything(demo)
+
+
+def ctrl_c_stops_everything(demo) -> None:
+    """Ctrl-C: the demo exits 0, every process it started (by the PIDs it recorded) is gone, its port free."""
     workdir, process, state, log = demo
     pids = json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text())["pids"]
     process.send_signal(signal.SIGINT)

@@ -6,15 +6,20 @@ shape is refused with what to run instead."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 
 import pytest
 
-from devstack.procs import free_port, wait_for
+from devstack.procs import free_port
 from devstack.scenarios import SCENARIOS
-from tests.integration.test_demo import DEMO, alive, first_status_line, scenario_fires_and_resolves, start_demo
+from tests.integration.test_demo import (
+    DEMO,
+    ctrl_c_stops_everything,
+    first_status_line,
+    scenario_fires_and_resolves,
+    start_demo,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -51,8 +56,4 @@ def test_a_scenario_of_the_other_shape_is_refused(demo) -> None:
 
 
 def test_ctrl_c_stops_everything_it_started(demo) -> None:
-    workdir, process, _, log = demo
-    pids = json.loads((workdir / ".cdcwatch" / "demo" / "demo.json").read_text())["pids"]
-    process.send_signal(signal.SIGINT)
-    assert process.wait(180) == 0, log.read_text()[-3000:]
-    wait_for(lambda: not [name for name, pid in pids.items() if alive(pid)], 30, "every demo process to exit")
+    ctrl_c_stops_everything(demo)

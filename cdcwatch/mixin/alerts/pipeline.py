@@ -11,10 +11,12 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
   whole pipeline recently (one rule per proof, from the stage it comes from). A reader blocked by a full queue
   (no event, the streaming queue without free capacity) is backlogged, not stalled: the hand-off is what stopped.
 - `publish` (connector → Kafka, the hand-off): moving while the server's topics' end offsets rise
-  (`server:cdcwatch_kafka_log_end_offset:increase`); stalled when they stand while the connector reads events, its
-  queue is full, or Kafka Connect reports its connector or a task PAUSED, FAILED or UNASSIGNED; backlogged when
-  they rise but the queue is nearly full (`debezium_queue_free_ratio`, outside a snapshot); idle when nothing is read
-  or published.
+  (`server:cdcwatch_kafka_log_end_offset:increase`); stalled when they stand while a signal shows the connector holds
+  changes for them (`server:cdcwatch_publish_signal:bool`, one rule per signal from the stage that collects it: it
+  reads events, its queue is full, Kafka Connect reports its connector or a task PAUSED, FAILED or UNASSIGNED);
+  backlogged when they rise but the queue is nearly full (`debezium_queue_free_ratio`, outside a snapshot); idle when
+  they stand and no signal shows anything held. A deployment with neither Debezium's series nor Connect's has no
+  publish stage.
 - `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics
   (`server:cdcwatch_kafka_consumergroup_committed_offset:increase`); stalled when they do not while messages
   wait; idle when every group is at the end offsets.
@@ -89,8 +91,9 @@ _END_PARTITION = f'{EXPORTER},target="main",topic="inventory.public.items",parti
 _TOPIC_SERVER = f'{EXPORTER},target="main",topic="inventory.public.items",server="inventory"'
 _NO_SERVER_TOPIC_PARTITIONS = _TOPIC_SERVER.replace('server="inventory"', 'server=""')
 _CANARY_STAGE = frozenset({"canary"})
-_NEEDS = {"capture": frozenset({"debezium"}), "publish": frozenset({"kafka"}), "consume": frozenset({"kafka"}),
+_NEEDS = {"capture": frozenset({"debezium"}), "publish": frozenset({"kafka", "debezium"}), "consume": frozenset({"kafka"}),
           "apply": frozenset({"spark"}), "pipeline": frozenset()}
+"""The stages a state case of each stage needs (publish: a signal, here Debezium's, besides Kafka's end offsets)."""
 HEALTHY: dict[str, str] = {
     f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40",
     f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "1x40",
@@ -169,6 +172,10 @@ _PIPELINE = {"server": "inventory"}
 
 def _proof(proof: str, why: str, series: dict[str, str], value: float) -> Case:
     return Case(why, series, labels={**_PIPELINE, "proof": proof}, value=value)
+
+
+def _signal(signal: str, why: str, series: dict[str, str], value: float) -> Case:
+    return Case(why, series, labels={**_PIPELINE, "signal": signal}, value=value)
 
 
 
@@ -277,74 +284,6 @@ def _capture_without_postgres(stages: frozenset[str]) -> str | None:
         """
 
 
-def _publish_without(stages: frozenset[str]) -> str | None:
-    """The stall evidence this deployment collects: Debezium's events and queue, and Connect's states, or either."""
-    if {"debezium", "connect_rest"} <= stages:
-        return None
-    if "debezium" in stages:
-        return """
-            (
-              (
-                sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-                or
-                min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
-              )
-              and on (server)
-                server:cdcwatch_kafka_log_end_offset:increase == 0
-            ) * 0 + 4
-            or
-            (
-              server:cdcwatch_kafka_log_end_offset:increase > 0
-              and on (server)
-                min by (server) (
-                  cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}
-                  / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, server!="", context="streaming"}
-                ) < %(debezium_queue_free_ratio)s
-              unless on (server)
-                max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"}) == 1
-            ) * 0 + 3
-            or
-            (
-              server:cdcwatch_kafka_log_end_offset:increase > 0
-            ) * 0 + 2
-            or
-            (
-              server:cdcwatch_kafka_log_end_offset:increase == 0
-            ) * 0 + 1
-            """
-    if "connect_rest" in stages:
-        return """
-            (
-              (
-                max by (server) (
-                  cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
-                  or
-                  cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
-                ) == 1
-              )
-              and on (server)
-                server:cdcwatch_kafka_log_end_offset:increase == 0
-            ) * 0 + 4
-            or
-            (
-              server:cdcwatch_kafka_log_end_offset:increase > 0
-            ) * 0 + 2
-            or
-            (
-              server:cdcwatch_kafka_log_end_offset:increase == 0
-            ) * 0 + 1
-            """
-    return """
-        (
-          server:cdcwatch_kafka_log_end_offset:increase > 0
-        ) * 0 + 2
-        or
-        (
-          server:cdcwatch_kafka_log_end_offset:increase == 0
-        ) * 0 + 1
-        """
-
-
 # The evidence each stage's state is built on, then the state of each stage (one rule each, `stage` their label),
 # then the pipeline's: the worst stage.
 RECORDINGS = (
@@ -444,19 +383,53 @@ RECORDINGS = (
               more=(Case("a topic of no server: nothing recorded",
                          {f"{_END}{{{_END_PARTITION}}}": "0+60x40",
                           f"{_TOPIC_PARTITIONS}{{{_NO_SERVER_TOPIC_PARTITIONS}}}": "1x40"}),)),
+    # what the connector holds for Kafka, one rule per signal from the stage that collects it (1 it does, 0 not):
+    # events read, a full queue, Kafka Connect not running it; and a queue nearly full (outside a snapshot)
+    Recording("server:cdcwatch_publish_signal:bool", """
+        sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > bool 0
+        """,
+              _signal("events_read", "Debezium reads 60 events a minute", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"}, 1),
+              pipeline=True, match=("server", "signal"), labels={"signal": "events_read"},
+              more=(_signal("events_read", "no event read", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "500x40"}, 0),)),
+    Recording("server:cdcwatch_publish_signal:bool", """
+        min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == bool 0
+        """,
+              _signal("queue_full", "the queue full", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "0x40"}, 1),
+              pipeline=True, match=("server", "signal"), labels={"signal": "queue_full"},
+              more=(_signal("queue_full", "room in the queue", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "8000x40"}, 0),)),
+    Recording("server:cdcwatch_publish_signal:bool", """
+        (
+          min by (server) (
+            cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}
+            / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, server!="", context="streaming"}
+          ) < bool %(debezium_queue_free_ratio)s
+          unless on (server)
+            max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"}) == 1
+        )
+        or on (server)
+          0 * max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"})
+        """,
+              _signal("queue_nearly_full", "1 % of the queue free", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "82x40",
+                                                                      f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40"}, 1),
+              pipeline=True, match=("server", "signal"), labels={"signal": "queue_nearly_full"},
+              more=(_signal("queue_nearly_full", "a snapshot fills the queue by design",
+                            {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "50x40",
+                             f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40",
+                             f'cdcwatch_debezium_snapshot_state{{{DBZ},context="snapshot",state="running"}}': "1x40"}, 0),)),
+    Recording("server:cdcwatch_publish_signal:bool", """
+        max by (server) (
+          cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+          or
+          cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+        ) == bool 1
+        """,
+              _signal("not_running", "Kafka Connect reports the connector PAUSED",
+                      {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "1x40"}, 1),
+              pipeline=True, match=("server", "signal"), labels={"signal": "not_running"},
+              more=(_signal("not_running", "running", {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "0x40"}, 0),)),
     Recording("server_stage:cdcwatch_freshness:code", """
         (
-          (
-            sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-            or
-            min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
-            or
-            max by (server) (
-              cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
-              or
-              cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
-            ) == 1
-          )
+          max by (server) (server:cdcwatch_publish_signal:bool{signal!="queue_nearly_full"}) == 1
           and on (server)
             server:cdcwatch_kafka_log_end_offset:increase == 0
         ) * 0 + 4
@@ -464,12 +437,7 @@ RECORDINGS = (
         (
           server:cdcwatch_kafka_log_end_offset:increase > 0
           and on (server)
-            min by (server) (
-              cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}
-              / cdcwatch_debezium_queue_capacity{%(cdcwatch)s, server!="", context="streaming"}
-            ) < %(debezium_queue_free_ratio)s
-          unless on (server)
-            max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"}) == 1
+            max by (server) (server:cdcwatch_publish_signal:bool{signal="queue_nearly_full"}) == 1
         ) * 0 + 3
         or
         (
@@ -480,10 +448,11 @@ RECORDINGS = (
           server:cdcwatch_kafka_log_end_offset:increase == 0
         ) * 0 + 1
         """,
-              Case("publish flowing (only Kafka's series)", {f"{_END}{{{_END_PARTITION}}}": "0+60x40",
-                                                            f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40"},
+              Case("publish flowing (only Debezium's events and Kafka's series)",
+                   {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40", f"{_END}{{{_END_PARTITION}}}": "0+60x40",
+                    f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40"},
                    labels={**_PIPELINE, "stage": "publish"}, value=2),
-              pipeline=True, match=("server", "stage"), labels={"stage": "publish"}, shaped=_publish_without),
+              pipeline=True, match=("server", "stage"), labels={"stage": "publish"}),
     # consume: the committed offsets' rise on the server's change topics (the committed offsets have no server: the
     # group-topic lag lends it), then the state
     Recording("server:cdcwatch_kafka_consumergroup_committed_offset:increase", """
