@@ -43,20 +43,30 @@ def _log_tails(since: float) -> str:
             if log.is_file() and log.stat().st_mtime >= since]
     logs.sort(key=lambda log: log.stat().st_mtime, reverse=True)
     parts = []
-    for log in logs[:LOG_TAIL_FILES]:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
+    for log in logs:
+        text = log.read_bytes()[-64 * 1024:]
+        if b"\0" in text:  # a Kafka log segment, not a server's log
+            continue
+        lines = text.decode("utf-8", errors="replace").splitlines()[-LOG_TAIL_LINES:]
         parts.append(f"--- {log} (last {len(lines)} lines)\n" + "\n".join(lines))
+        if len(parts) == LOG_TAIL_FILES:
+            break
     return "\n".join(parts)
+
+
+_SETUP_STARTED = pytest.StashKey[float]()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
+    if call.when == "setup":
+        item.stash[_SETUP_STARTED] = call.start
     if report.failed and _STACK_DIRS:
-        tails = _log_tails(call.start)
+        tails = _log_tails(item.stash.get(_SETUP_STARTED, call.start))
         if tails:
-            report.sections.append(("the local stack's logs written during the failed step", tails))
+            report.sections.append(("the local stack's logs written since the failed test began", tails))
 
 
 def _running(server_class, directory: Path):
