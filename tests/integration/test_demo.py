@@ -126,7 +126,11 @@ def scenario_fires_and_resolves(demo, name: str) -> None:
         with urllib.request.urlopen(notification["runbook_url"], timeout=10) as response:
             assert f'id="{notification["alert"].lower()}"' in response.read().decode()
     # e.g. a worker that died: the Debezium target of its JVM fails too, and its CdcwatchTargetDown must not page
-    paged = {n["alert"] for n in report["notifications"] if n["status"] == "firing"}
+    # while the fault lasts (once the covering alert resolves, Alertmanager lifts its inhibition: an alert still
+    # firing behind it may notify in that same instant, a race of recovery the rules cannot close)
+    ended = next(n["after_seconds"] for n in report["notifications"]
+                 if n["alert"] == scenario.alert and n["status"] == "resolved")
+    paged = {n["alert"] for n in report["notifications"] if n["status"] == "firing" and n["after_seconds"] < ended}
     assert not paged & set(scenario.covered), report["notifications"]
     if name == "connector-crash":
         assert report["duplicates_counted"] > 0, "the replay after kill -9 was not counted as duplicates"
