@@ -459,7 +459,7 @@ def pause_and_write_wal(stack: Any) -> float:
 
     wait_for(lambda: _slot_wal(stack)[1] <= RUNWAY_CAUGHT_UP, 120, "the slot to hold little WAL before the pause",
              interval=1)
-    stack.connect.put(f"/connectors/{CONNECTOR}/pause")
+    pause_connector(stack)
     stack.source.sql(f"CREATE TABLE IF NOT EXISTS {_BALLAST} (id bigserial PRIMARY KEY, body text)")
     writer = stack.wal_writer = _WalWriter(stack, RUNWAY_WAL_RATE, RUNWAY_CAP)
     writer.start()
