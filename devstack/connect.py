@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import ssl
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from devstack.kafka import log4j2_config
-from devstack.procs import ServerProcess, free_port, jvm_dir, port_open, require_binary
+from devstack.procs import ServerProcess, free_port, jvm_dir, port_open, require_binary, wait_for
 from devstack.tls import KEYSTORE_PASSWORD, Pki
 
 __all__ = ["ConnectWorker"]
@@ -151,6 +152,29 @@ class ConnectWorker:
     def kill(self) -> None:
         """kill -9 the worker: no offset flush, no clean shutdown, as in a crash."""
         self.server.kill()
+
+    def next_offset_flush(self, timeout: float) -> float:
+        """Await the worker's next offset flush; its offsets file's mtime. A flush truncates the file, writes Java
+        serialization's 4-byte stream header, then the offsets: a file of 4 bytes or less is a flush under way."""
+        path = self.offsets_file
+
+        def stamp() -> float:
+            return path.stat().st_mtime if path.exists() else 0.0
+
+        before = stamp()
+        wait_for(lambda: stamp() > before and path.stat().st_size > 4, timeout, "an offset flush of the worker")
+        return stamp()
+
+    def kill_unless_flushed_since(self, flushed: float) -> bool:
+        """kill -9 the worker unless an offset flush came after `flushed` (the offsets file's mtime then): False, the
+        worker runs on. It is frozen (SIGSTOP) while the file is read, so no flush slips in between the check and
+        the kill and a flush that came first costs no outage."""
+        self.server.signal(signal.SIGSTOP)
+        if self.offsets_file.stat().st_mtime == flushed:
+            self.server.kill()
+            return True
+        self.server.signal(signal.SIGCONT)
+        return False
 
     def stop(self) -> None:
         self.server.stop(30)

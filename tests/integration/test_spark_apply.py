@@ -172,18 +172,14 @@ def topic_identities(bootstrap: str, topic: str = TOPIC) -> Counter:
 def test_kill_9_between_offset_flushes_redelivers_and_every_duplicate_is_counted(pipeline, postgres, kafka) -> None:
     worker, job, pushgateway = pipeline
     wait_for(lambda: in_sync(postgres), 240, "the target to be in sync", interval=1)
-    offsets = worker.dir / "offsets.dat"
-    flushed = offsets.stat().st_mtime if offsets.exists() else 0
-    wait_for(lambda: offsets.exists() and offsets.stat().st_mtime > flushed, FLUSH_MS / 1000 + 30, "an offset flush")
-    flushed = offsets.stat().st_mtime
+    flushed = worker.next_offset_flush(FLUSH_MS / 1000 + 30)
     # the kill must come before the next flush: the topic's end offsets, not the whole topic, are read meanwhile
     written = kafka.end_offset(TOPIC)
     changed = int(postgres.sql("SELECT count(*) FROM items WHERE id <= 300"))
     for round_ in range(5):  # 5 transactions right after a flush
         postgres.sql(f"UPDATE items SET qty = qty + 100 WHERE id BETWEEN {round_ * 60 + 1} AND {round_ * 60 + 60}")
     wait_for(lambda: kafka.end_offset(TOPIC) >= written + changed, 30, "the changes in the topic")
-    worker.kill()
-    assert offsets.stat().st_mtime == flushed, "an offset flush came before the kill: nothing to re-deliver"
+    assert worker.kill_unless_flushed_since(flushed), "an offset flush came before the kill: nothing to re-deliver"
     worker.start()
     identities = wait_for(lambda: (c := topic_identities(kafka.bootstrap)) and sum(n - 1 for n in c.values()) >= changed
                           and c, 120, "the re-delivered changes in the topic", interval=1)

@@ -179,10 +179,7 @@ def test_target_equals_source_and_apply_lag_and_freshness_hold_on_the_cluster(pi
 def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipeline, postgres, kafka) -> None:
     worker, job = pipeline
     wait_for(lambda: in_sync(postgres, pipeline), 240, "the target to be in sync", interval=1)
-    offsets = worker.dir / "offsets.dat"
-    flushed = offsets.stat().st_mtime if offsets.exists() else 0
-    wait_for(lambda: offsets.exists() and offsets.stat().st_mtime > flushed, FLUSH_MS / 1000 + 30, "an offset flush")
-    flushed = offsets.stat().st_mtime
+    flushed = worker.next_offset_flush(FLUSH_MS / 1000 + 30)
     written = kafka.end_offset(TOPIC)
     before = topic_identities(kafka.bootstrap, TOPIC)
     redelivered_before = sum(n - 1 for n in before.values())
@@ -193,8 +190,7 @@ def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipe
     for round_ in range(2):
         postgres.sql(f"UPDATE cluster_items SET qty = qty + 100 WHERE id BETWEEN {round_ * 50 + 1} AND {round_ * 50 + 50}")
     wait_for(lambda: kafka.end_offset(TOPIC) >= written + changed, 30, "the changes in the topic")
-    worker.kill()
-    assert offsets.stat().st_mtime == flushed, "an offset flush came before the kill: nothing to re-deliver"
+    assert worker.kill_unless_flushed_since(flushed), "an offset flush came before the kill: nothing to re-deliver"
     worker.start()
     identities = wait_for(lambda: (c := topic_identities(kafka.bootstrap, TOPIC)) and
                           sum(n - 1 for n in c.values()) - redelivered_before >= changed and c,
