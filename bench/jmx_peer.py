@@ -169,10 +169,10 @@ def main() -> int:
         wait_for(lambda: port_open(port), 60, "cdcwatch serve")
         serve_url = f"http://127.0.0.1:{port}/metrics"
 
-        from cdcwatch.config import Config
         from cdcwatch.exporter import build_collectors
+        from cdcwatch.validation import config_model
 
-        collector = build_collectors(Config.model_validate(
+        collector = build_collectors(config_model().model_validate(
             {"debezium": [{"name": "connect", "jmx": {"host": "127.0.0.1", "port": worker.jmx_port}}]}))[0].collector
         collector.collect()  # warm-up: connection, first class loads
 

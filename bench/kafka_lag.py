@@ -505,7 +505,7 @@ def stage_profile(config: Path, moved: threading.Event) -> None:
     from cdcwatch.validation import load_config
 
     tune_interpreter()  # as `cdcwatch serve` runs
-    collector = KafkaCollector(load_config(config).kafka[0])
+    collector = KafkaCollector(load_config(config).targets("kafka")[0])
     spent: dict[str, float] = {}
 
     def metered(owner: Any, attribute: str, stage: str) -> None:

@@ -20,8 +20,10 @@ import logging
 import threading
 import time
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import CanaryConfig
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
+from cdcwatch.specs import MetricSpec, metric_specs
 from cdcwatch.tables import make_side
 from cdcwatch.tables.side import Side
 

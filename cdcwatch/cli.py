@@ -31,7 +31,7 @@ it sees as Prometheus metrics.
 
   cdcwatch serve --config.file cdcwatch.yml   serve /metrics (default http://127.0.0.1:{DEFAULT_PORT}/metrics)
   cdcwatch check --config.file cdcwatch.yml   scrape every target once and print a table
-  cdcwatch docs metrics|config                print the metrics or configuration reference
+  cdcwatch docs metrics|config|mixin          print the metrics, configuration or mixin configuration reference
   cdcwatch alerts [--mixin.file mixin.yml]    print the Prometheus alert and recording rules
   cdcwatch mixin generate                     write alerts/, alertmanager/, dashboards/, the Helm chart's files/
                                               and the references in docs/ (what the repository commits)
@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="override log_level from the config")
 
     docs = commands.add_parser("docs", help="print a generated reference (Markdown)")
-    docs.add_argument("what", choices=["metrics", "config"])
+    docs.add_argument("what", choices=["metrics", "config", "mixin"])
 
     alerts = commands.add_parser("alerts", help="print the alert and recording rules (YAML)")
     _mixin_file(alerts)
@@ -134,7 +134,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _docs(args: argparse.Namespace) -> int:
-    print(reference.metrics_page() if args.what == "metrics" else reference.config_page(), end="")
+    if args.what == "mixin":
+        from cdcwatch.mixin.config_page import mixin_config_page
+
+        print(mixin_config_page(), end="")
+    else:
+        print(reference.metrics_page() if args.what == "metrics" else reference.config_page(), end="")
     return EXIT_OK
 
 
@@ -162,9 +167,10 @@ def _alerts(args: argparse.Namespace) -> int:
 
 
 def _dashboards(args: argparse.Namespace) -> int:
+    config = _mixin_config(args)  # a bad file is said first, with or without the preview extra
     from cdcwatch.mixin.preview import render_preview
 
-    print(render_preview(args.prometheus, _mixin_config(args), Path(args.out), args.range))
+    print(render_preview(args.prometheus, config, Path(args.out), args.range))
     return EXIT_OK
 
 
@@ -209,6 +215,17 @@ def _run(argv: Sequence[str] | None) -> int:
     except (ConfigError, ListenError) as exc:
         print(f"cdcwatch: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except ModuleNotFoundError as missing:
+        extra = _EXTRAS.get((missing.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"cdcwatch {args.command} needs {missing.name}, which comes with the {extra} extra: "
+              f"pip install 'cdcwatch[{extra}]'", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+_EXTRAS = {"grafana_foundation_sdk": "dashboards", "matplotlib": "preview"}
+"""A library a command imports when it runs, not installed with cdcwatch itself → the extra that brings it."""
 
 
 if __name__ == "__main__":

@@ -13,22 +13,33 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from cdcwatch.canary import CANARY_METRICS, CanaryCollector
-from cdcwatch.config import DebeziumTargetConfig
+from cdcwatch.collection import TargetCollector
+from cdcwatch.config import (
+    CanaryConfig,
+    ConnectWorkerConfig,
+    DebeziumTargetConfig,
+    KafkaClusterConfig,
+    MysqlSourceConfig,
+    PostgresSourceConfig,
+    ReconcileConfig,
+)
 from cdcwatch.connect import jmx_rules
 from cdcwatch.connect.collector import CONNECT_METRICS, ConnectCollector
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
 from cdcwatch.debezium import DEBEZIUM_METRICS, DebeziumCollector, mapping
 from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
-from cdcwatch.families import MetricSpec, TargetCollector, reference_row
 from cdcwatch.jmx import make_client
 from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.mysql.binlog import BINLOG_METRICS, BinlogCollector
 from cdcwatch.postgres.slots import SLOT_METRICS, ReplicationSlotCollector
 from cdcwatch.reconcile.collector import RECONCILE_METRICS, SCRAPE_TIMEOUT_SECONDS, ReconcileCollector
 from cdcwatch.self_metrics import SELF_METRICS
+from cdcwatch.specs import MetricSpec, reference_row
 
-__all__ = ["COLLECTORS", "EXPORTER_LABELS", "CollectorEntry", "exporter_labels", "registered"]
+__all__ = ["COLLECTORS", "EXPORTER_LABELS", "CollectorEntry", "Registry", "Stage", "exporter_labels", "registered"]
 
 EXPORTER_LABELS = {
     "collector": "set by cdcwatch (the kind of target, on cdcwatch's own series)",
@@ -42,13 +53,28 @@ EXPORTER_LABELS = {
 
 
 @dataclass(frozen=True)
+class Stage:
+    """A part of the pipeline a deployment runs or not: the mixin config's `stages` has a switch for each, and the
+    rules and panels reading its series are generated only where it is on."""
+
+    name: str
+    what: str
+    """The switch's meaning in the mixin config reference."""
+    key: str = ""
+    """The chart turns it on (`stages: auto`) when a target of the kind's section sets this key; "": any target."""
+
+
+@dataclass(frozen=True, eq=False)
 class CollectorEntry:
     """One kind of target."""
 
     kind: str
-    """The `collector` label of its targets' own series (`cdcwatch_up{collector=...}`)."""
-    section: str
-    """Its configuration section: a list of targets under this key."""
+    """Its configuration section (a list of targets under this key) and the `collector` label of its targets' own
+    series (`cdcwatch_up{collector=...}`)."""
+    model: type[BaseModel]
+    """The configuration of one target of the section."""
+    summary: str
+    """What the section's targets are, as the configuration reference says it."""
     what: str
     """What one target of the section is, as errors name it (`kafka cluster name 'a' is used twice`)."""
     service: str
@@ -63,8 +89,17 @@ class CollectorEntry:
     """Labels its series carry that no spec declares (Debezium's, from the MBean names)."""
     timeout: Callable[[Any], float] = lambda target: float(target.timeout_seconds)
     """The deadline of one collection from a target."""
+    stages: tuple[Stage, ...] = ()
+    """Its stages (default: one, named as the kind, described by `summary`)."""
     stage: Callable[[MetricSpec], str] | None = None
-    """The mixin's pipeline stage of each of its metrics (default: the kind)."""
+    """The stage of each of its metrics, when it has several stages."""
+
+    @property
+    def section(self) -> str:
+        return self.kind
+
+    def pipeline_stages(self) -> tuple[Stage, ...]:
+        return self.stages or (Stage(self.kind, self.summary),)
 
     def specs(self) -> Iterator[MetricSpec]:
         for table in self.metrics:
@@ -84,6 +119,10 @@ class CollectorEntry:
             for label in spec.labels:
                 why.setdefault(label, f"set by the {self.kind} collector (a label of {spec.name})")
         return why
+
+
+Registry = tuple[CollectorEntry, ...]
+"""A registry of kinds of target: `COLLECTORS`, or a test's own."""
 
 
 def _table(intro: str, specs: Sequence[MetricSpec], source: Callable[[MetricSpec], str] | None = None,
@@ -156,23 +195,39 @@ def _debezium(target: DebeziumTargetConfig) -> DebeziumCollector:
     return DebeziumCollector(target, make_client(target.jmx, target.timeout_seconds))
 
 
-COLLECTORS: tuple[CollectorEntry, ...] = (
-    CollectorEntry("debezium", "debezium", "debezium target", "the JVM's JMX agent", _debezium,
-                   (DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS), _debezium_reference,
+COLLECTORS: Registry = (
+    CollectorEntry("debezium", DebeziumTargetConfig, "JVMs whose Debezium MBeans are scraped.", "debezium target",
+                   "the JVM's JMX agent", _debezium, (DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS), _debezium_reference,
+                   stages=(Stage("debezium", "Debezium connectors' MBeans over JMX (`debezium` targets, or a Connect "
+                                 "worker's JMX)."),),
                    series_labels=("plugin", "server", "context", "task", "database")),
-    CollectorEntry("kafka", "kafka", "kafka cluster", "the Kafka broker", KafkaCollector, (KAFKA_METRICS,),
-                   _kafka_reference),
-    CollectorEntry("connect", "connect", "connect worker", "the Connect worker", ConnectCollector,
-                   (CONNECT_METRICS, CONNECT_JMX_METRICS), _connect_reference, stage=_connect_stage),
-    CollectorEntry("postgres", "postgres", "postgres source", "PostgreSQL", ReplicationSlotCollector, (SLOT_METRICS,),
-                   _postgres_reference),
-    CollectorEntry("mysql", "mysql", "mysql source", "the MySQL server", BinlogCollector, (BINLOG_METRICS,),
-                   _mysql_reference),
+    CollectorEntry("kafka", KafkaClusterConfig, "Kafka clusters whose consumer lag is collected.", "kafka cluster",
+                   "the Kafka broker", KafkaCollector, (KAFKA_METRICS,), _kafka_reference,
+                   stages=(Stage("kafka", "Consumer groups, topics and retention (`kafka` targets)."),)),
+    CollectorEntry("connect", ConnectWorkerConfig, "Kafka Connect workers to watch.", "connect worker",
+                   "the Connect worker", ConnectCollector, (CONNECT_METRICS, CONNECT_JMX_METRICS), _connect_reference,
+                   stages=(Stage("connect_rest", "Kafka Connect's REST API: connector and task states, failures, "
+                                 "pipeline identity."),
+                           Stage("connect_jmx", "Kafka Connect's own JMX beans: task restarts, records polled and "
+                                 "written, errors, dead letter queue.", key="jmx")),
+                   stage=_connect_stage),
+    CollectorEntry("postgres", PostgresSourceConfig, "PostgreSQL / YugabyteDB sources whose replication slots are "
+                   "watched.", "postgres source", "PostgreSQL", ReplicationSlotCollector, (SLOT_METRICS,),
+                   _postgres_reference,
+                   stages=(Stage("postgres", "PostgreSQL replication slots and WAL (`postgres` targets)."),)),
+    CollectorEntry("mysql", MysqlSourceConfig, "MySQL / MariaDB sources whose binary logs are watched.", "mysql source",
+                   "the MySQL server", BinlogCollector, (BINLOG_METRICS,), _mysql_reference,
+                   stages=(Stage("mysql", "MySQL / MariaDB binary logs (`mysql` targets)."),)),
     # a scrape reads the pair's state: its deadline is short, whatever its passes take
-    CollectorEntry("reconcile", "reconcile", "reconcile pair", "the target", ReconcileCollector,
-                   (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: SCRAPE_TIMEOUT_SECONDS),
-    CollectorEntry("canary", "canary", "canary", "the database holding the canary", CanaryCollector, (CANARY_METRICS,),
-                   _canary_reference, series_labels=("server", "topic")),
+    CollectorEntry("reconcile", ReconcileConfig, "Table pairs (source, target) compared continuously: does the target "
+                   "hold what the source holds?", "reconcile pair", "the target", ReconcileCollector,
+                   (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: SCRAPE_TIMEOUT_SECONDS,
+                   stages=(Stage("reconcile", "Source-to-target reconciliation (`reconcile` table pairs)."),)),
+    CollectorEntry("canary", CanaryConfig, "Canary rows read where they land: how fresh the target is, for any sink "
+                   "(a connector, Spark, your own).", "canary", "the database holding the canary", CanaryCollector,
+                   (CANARY_METRICS,), _canary_reference, series_labels=("server", "topic"),
+                   stages=(Stage("canary", "The target's freshness from a canary row, for any sink (`canary` "
+                                 "entries)."),)),
 )
 """Every kind of target, in the order the collectors are built and the reference documents them."""
 

@@ -536,22 +536,16 @@ MIXIN_SECTIONS = frozenset({"stages", "selectors", "thresholds", "durations", "r
 
 
 class Config(StrictModel):
-    """The whole configuration file."""
+    """The configuration file: the exporter's own keys. Each kind of target adds its section, a list of targets,
+    from the collector registry (`cdcwatch.validation.config_model`): this layer knows no collector."""
 
     listen: ListenSettings = Field(default_factory=ListenSettings, description="The HTTP endpoint.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log verbosity.")
     limits: Limits = Field(default_factory=Limits, description="Concurrency and cardinality bounds.")
-    debezium: list[DebeziumTargetConfig] = Field(default_factory=list, description="JVMs whose Debezium MBeans are scraped.")
-    kafka: list[KafkaClusterConfig] = Field(default_factory=list, description="Kafka clusters whose consumer lag is collected.")
-    connect: list[ConnectWorkerConfig] = Field(default_factory=list, description="Kafka Connect workers to watch.")
-    postgres: list[PostgresSourceConfig] = Field(default_factory=list, description=(
-        "PostgreSQL / YugabyteDB sources whose replication slots are watched."))
-    mysql: list[MysqlSourceConfig] = Field(default_factory=list, description=(
-        "MySQL / MariaDB sources whose binary logs are watched."))
-    reconcile: list[ReconcileConfig] = Field(default_factory=list, description=(
-        "Table pairs (source, target) compared continuously: does the target hold what the source holds?"))
-    canary: list[CanaryConfig] = Field(default_factory=list, description=(
-        "Canary rows read where they land: how fresh the target is, for any sink (a connector, Spark, your own)."))
+
+    def targets(self, section: str) -> list[Any]:
+        """The targets configured in `section` (a kind of target's)."""
+        return list(getattr(self, section))
 
     @model_validator(mode="before")
     @classmethod

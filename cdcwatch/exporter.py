@@ -25,10 +25,11 @@ from typing import Any
 from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
-from cdcwatch.collectors import COLLECTORS, registered
+from cdcwatch.collection import Collection, TargetCollector
+from cdcwatch.collectors import COLLECTORS, Registry, registered
 from cdcwatch.config import Config
 from cdcwatch.failures import FailureKind, describe
-from cdcwatch.families import Collection, FamilyBuilder, TargetCollector, merged, sample_count
+from cdcwatch.families import FamilyBuilder, merged, sample_count
 from cdcwatch.self_metrics import (
     BUILD_INFO,
     CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
@@ -84,12 +85,12 @@ class TargetResult:
     """What failed (refused, unknown host, timeout, TLS, authentication, ...), when up is False."""
 
 
-def build_collectors(config: Config) -> list[ScheduledCollector]:
+def build_collectors(config: Config, registry: Registry = COLLECTORS) -> list[ScheduledCollector]:
     """One collector per configured target of every registered kind (cdcwatch/collectors.py), in the registry's
     order."""
     scheduled: list[ScheduledCollector] = []
-    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.debezium] + [
-        (c.jmx, c.timeout_seconds) for c in config.connect if c.jmx is not None]
+    jmx_settings = [(t.jmx, t.timeout_seconds) for t in config.targets("debezium")] + [
+        (c.jmx, c.timeout_seconds) for c in config.targets("connect") if c.jmx is not None]
     if jmx_settings:
         from cdcwatch.jmx.jvm import ensure_jvm, set_response_timeout, trust_ca_files  # jpype
 
@@ -97,9 +98,9 @@ def build_collectors(config: Config) -> list[ScheduledCollector]:
         if any(settings.backend == "jpype" for settings, _ in jmx_settings):
             ensure_jvm()  # start-up cost of the process, not of the first scrape's deadline
             trust_ca_files(settings.ca_file for settings, _ in jmx_settings if settings.ca_file is not None)
-    for entry in COLLECTORS:
+    for entry in registry:
         scheduled += [ScheduledCollector(entry.build(target), entry.timeout(target), target)
-                      for target in getattr(config, entry.section)]
+                      for target in config.targets(entry.section)]
     return scheduled
 
 

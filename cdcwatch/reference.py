@@ -6,29 +6,33 @@ docs/metrics.md (`DOCS_PAGES`), which `cdcwatch mixin generate` writes; tests fa
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import re
+import textwrap
+from functools import cache
 from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from cdcwatch.collectors import COLLECTORS
-from cdcwatch.config import Config
-from cdcwatch.families import reference_row
+from cdcwatch.collectors import COLLECTORS, Registry
 from cdcwatch.self_metrics import SELF_METRICS
 from cdcwatch.spark import DEFAULT_METRICS_PORT, SPARK_METRICS
+from cdcwatch.specs import reference_row
+from cdcwatch.validation import config_model
 
 __all__ = ["DOCS_PAGES", "config_page", "config_reference", "example_config", "metric_types", "metrics_page",
-           "metrics_reference"]
+           "metrics_reference", "model_reference"]
 
-def metrics_reference() -> str:
+def metrics_reference(registry: Registry = COLLECTORS) -> str:
     """Every metric cdcwatch exports, with type, labels, help and where it is read: the exporter's own, each
     registered collector's section, then the Spark listener's."""
     lines = ["### Self metrics", "", "| metric | type | labels | help |", "|---|---|---|---|"]
     lines += [reference_row(spec) for spec in SELF_METRICS.values()]
-    for entry in COLLECTORS:
+    for entry in registry:
         lines += ["", *entry.reference()]
     lines += ["", "### Spark listener (`spark_listeners`, the apply job's driver)", "",
               f"Served by the listener's own /metrics (default port {DEFAULT_METRICS_PORT}, every interface), not by `cdcwatch serve`.", "",
@@ -86,6 +90,25 @@ def _default(field: FieldInfo, nested: type[BaseModel] | None, value: Any) -> st
     return f"`{json.dumps(value)}`"
 
 
+@cache
+def _attribute_docs(model: type) -> dict[str, str]:
+    """The docstrings written under the fields of `model` and its bases (`x: int = 1` then `\"\"\"...\"\"\"`): the
+    meaning of keys whose model says it there rather than in `Field(description=...)`."""
+    docs: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        except (OSError, TypeError):  # built at run time, or not Python source
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for statement, after in zip(body, body[1:], strict=False):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)):
+                docs[statement.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    return docs
+
+
 def _model_rows(model: type[BaseModel], prefix: str, rows: list[str], defaults: BaseModel | None = None) -> None:
     """The rows of `model`'s keys; a section's keys default to what its own default holds (`kafka[].topics`
     leaves out `__.*`, while a NameFilter written out allows everything)."""
@@ -95,16 +118,24 @@ def _model_rows(model: type[BaseModel], prefix: str, rows: list[str], defaults: 
         kind = (_SECTION_LIST if is_list else _SECTION) if nested else _type_name(field.annotation)
         value = (getattr(defaults, name) if defaults is not None
                  else None if field.is_required() else field.get_default(call_default_factory=True))
-        rows.append(f"| `{path}` | {kind} | {_default(field, nested, value)} | {field.description or ''} |")
+        section_doc = " ".join(inspect.cleandoc(nested.__doc__ or "").split()) if nested else ""
+        meaning = field.description or _attribute_docs(model).get(name) or section_doc
+        meaning = meaning.replace("|", "\\|")
+        rows.append(f"| `{path}` | {kind} | {_default(field, nested, value)} | {meaning} |")
         if nested is not None:
             _model_rows(nested, path + ".", rows, value if isinstance(value, BaseModel) else None)
 
 
-def config_reference() -> str:
-    """Every configuration key with its type, default and meaning."""
+def model_reference(model: type[BaseModel]) -> str:
+    """Every key of a file read into `model`, with its type, default and meaning: a Markdown table."""
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    _model_rows(Config, "", rows)
+    _model_rows(model, "", rows)
     return "\n".join(rows) + "\n"
+
+
+def config_reference(registry: Registry = COLLECTORS) -> str:
+    """Every configuration key with its type, default and meaning."""
+    return model_reference(config_model(registry))
 
 
 _EXAMPLE_VALUES = {

@@ -5,7 +5,7 @@ metrics reference documents (`cdcwatch.reference`). Specs only: nothing here run
 from __future__ import annotations
 
 from cdcwatch.failures import FailureKind
-from cdcwatch.families import MetricSpec, metric_specs
+from cdcwatch.specs import MetricSpec, metric_specs
 
 __all__ = ["BUILD_INFO", "CONFIG_LAST_RELOAD_SUCCESSFUL", "CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS",
            "CONFIG_RELOAD_FAILURES_TOTAL", "METRICS_RESPONSES_TOTAL", "METRICS_RESPONSE_SECONDS_TOTAL",

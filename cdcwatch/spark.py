@@ -7,7 +7,7 @@ Nothing here imports Spark or `spark_listeners`: the listener imports this modul
 
 from __future__ import annotations
 
-from cdcwatch.families import MetricSpec, metric_specs
+from cdcwatch.specs import MetricSpec, metric_specs
 
 __all__ = ["DEFAULT_METRICS_ADDRESS", "DEFAULT_METRICS_PORT", "PUSH_JOB", "SPARK_METRICS", "QUERY_STATE", "QUERY_FAILURE_INFO",
            "BATCHES_TOTAL", "INPUT_ROWS_TOTAL", "EVENTS_TOTAL", "CHANGES_TOTAL", "CHANGES_APPLIED_TOTAL", "DUPLICATES_TOTAL",

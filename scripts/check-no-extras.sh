@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # cdcwatch installed without extras, on the oldest dependencies it allows, works: no pyspark, pyarrow, pandas,
-# matplotlib, pydbzengine or PyMySQL, and each dependency at the floor pyproject.toml names (`>=X` installed as
-# `==X`). Installs the package (`pip install .`, no extras) with pytest and hypothesis into a fresh virtualenv
-# in .cdcwatch/noextras, then runs `cdcwatch --help`, `cdcwatch docs metrics`, `cdcwatch check` on a bad
-# config (exit 2 expected) and the unit tests that need no extra (deselecting the `spark` and `preview`
+# matplotlib, pydbzengine, PyMySQL or grafana-foundation-sdk, and each dependency at the floor pyproject.toml names
+# (`>=X` installed as `==X`). Installs the package (`pip install .`, no extras) with pytest and hypothesis into a
+# fresh virtualenv in .cdcwatch/noextras, then runs `cdcwatch --help`, `cdcwatch docs metrics`, `cdcwatch alerts`,
+# `cdcwatch check` on a bad config (exit 2 expected), `cdcwatch mixin generate` (which must name the dashboards
+# extra) and the unit tests that need no extra (deselecting the `spark`, `preview`, `chart` and `dashboards`
 # markers). The virtualenv is reused while pyproject.toml and this script are older than its stamp; the
 # package itself is reinstalled on every run, so the checked code is the working tree's.
 set -euo pipefail
@@ -37,7 +38,7 @@ PY
 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation -c "$floors" "$src"
 echo "check-no-extras: on the floors: $(tr "\n" " " < "$floors")"
 
-for extra in pyspark pyarrow pandas matplotlib pydbzengine pymysql; do
+for extra in pyspark pyarrow pandas matplotlib pydbzengine pymysql grafana_foundation_sdk; do
   if "$venv/bin/python" -c "import $extra" 2>/dev/null; then
     echo "check-no-extras: $extra is installed in $venv, but no extra was asked for" >&2
     exit 1
@@ -55,8 +56,16 @@ if [ "$status" -ne 2 ]; then
   echo "check-no-extras: cdcwatch check on a bad config exited $status, expected 2" >&2
   exit 1
 fi
-echo "check-no-extras: --help, docs metrics and check (exit 2 on a bad config) run without extras"
+(cd /tmp && "$cli" alerts | grep -c '^- name: cdcwatch' >/dev/null)
+status=0
+(cd /tmp && "$cli" mixin generate --out "$(mktemp -d)" 2>&1 >/dev/null | grep -q "pip install 'cdcwatch\[dashboards\]'") || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "check-no-extras: cdcwatch mixin generate without the dashboards extra does not name it" >&2
+  exit 1
+fi
+echo "check-no-extras: --help, docs metrics, alerts and check (exit 2 on a bad config) run without extras; mixin" \
+  "generate names the dashboards extra"
 
 # The unit tests that need no extra (pytest puts the tree first on sys.path: same code, no extras).
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not spark and not preview and not chart and not integration" tests/unit
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -m "not spark and not preview and not chart and not dashboards and not integration" tests/unit
 echo "check-no-extras: ok"

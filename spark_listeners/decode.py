@@ -7,7 +7,7 @@ with `malformed = 1` and the reason in `error`: it is counted, never fatal.
 
 Every row change also gets its latency by stage (`stage_latency`), computed over the whole Arrow batch
 at once: capture, produce and queue in whole microseconds (the timestamps' resolution) and their
-histogram bucket codes (`spark_listeners.stages.STAGE_CODES`). The first row of each Arrow batch carries
+histogram bucket codes (`spark_listeners.latency.STAGE_CODES`). The first row of each Arrow batch carries
 the batch's partial aggregates (`batch_summary`, null on every other row), vectorized here: `instrument`
 observes only those, and the listener merges them (`spark_listeners.observation`). Aggregating per row in
 the JVM cost about 7 µs a row; an Arrow batch's summary costs well under a microsecond a row.
@@ -33,8 +33,7 @@ from pyspark.sql.types import (
 )
 
 from cdcwatch.events import ROW_OPS, EventDecodeError, decode
-from spark_listeners.observation import COMMIT_POINTS
-from spark_listeners.stages import (
+from spark_listeners.latency import (
     MEASURED_STAGES,
     NEGATIVE_CODE,
     PER_CHANGE_STAGES,
@@ -45,6 +44,7 @@ from spark_listeners.stages import (
     stage_codes,
     stage_sum,
 )
+from spark_listeners.observation import COMMIT_POINTS
 
 __all__ = ["BATCH_SUMMARY_SCHEMA", "EVENT_SCHEMA", "ROW_CHANGES", "STAGE_LATENCY_SCHEMA", "decode_batches",
            "decode_events"]

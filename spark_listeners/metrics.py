@@ -65,7 +65,7 @@ from cdcwatch.spark import (
     STAGE_LATENCY_SECONDS,
     STALE_EVENTS_TOTAL,
 )
-from spark_listeners.stages import (
+from spark_listeners.latency import (
     MEASURED_STAGES,
     NEGATIVE_CODE,
     PER_CHANGE_STAGES,

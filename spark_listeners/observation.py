@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from spark_listeners.stages import MEASURED_STAGES, PER_CHANGE_STAGES, stage_codes, stage_sum
+from spark_listeners.latency import MEASURED_STAGES, PER_CHANGE_STAGES, stage_codes, stage_sum
 
 __all__ = ["COMMIT_POINTS", "PERCENTILES", "merge_summaries"]
 

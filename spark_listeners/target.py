@@ -22,8 +22,7 @@ from typing import Any
 
 import psycopg
 
-from spark_listeners.metrics import CommitSpread, SinkOutcome
-from spark_listeners.stages import (
+from spark_listeners.latency import (
     MEASURED_STAGES,
     PER_CHANGE_STAGES,
     STAGE_CODES,
@@ -32,6 +31,7 @@ from spark_listeners.stages import (
     stage_codes,
     stage_sum,
 )
+from spark_listeners.metrics import CommitSpread, SinkOutcome
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS", "STAGE_COLUMNS"]
 

@@ -34,11 +34,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import ConnectWorkerConfig
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS, CONNECT_JMX_QUERIES, CONNECT_RULES, JMX_STATES, STATUS_RULES
 from cdcwatch.failures import describe, exception_class
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jmx_address, jvm_start_time_seconds, make_client
+from cdcwatch.specs import MetricSpec, metric_specs
 
 __all__ = ["CONNECTORS_PATH", "CONNECT_JMX_METRICS", "CONNECT_METRICS", "CONNECTOR_STATES", "MALFORMED_PARTS",
            "MAX_BODY_BYTES", "PRODUCER_APP_INFO_QUERIES", "RESTART_REASONS", "ConnectCollector", "ConnectRestError",

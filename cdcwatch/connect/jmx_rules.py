@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdcwatch.families import MetricSpec, metric_specs, referenced_specs
+from cdcwatch.specs import MetricSpec, metric_specs, referenced_specs
 
 __all__ = ["CONNECT_JMX_METRICS", "CONNECT_RULES", "JMX_STATES", "STATUS_RULES", "ConnectRule",
            "CONNECT_JMX_QUERIES",

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 
 from prometheus_client.samples import Sample
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import DebeziumTargetConfig
 from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, convert, requested_attributes
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.jmx import RUNTIME_BEAN, JmxClient, MBean, jmx_address, jvm_start_time_seconds
+from cdcwatch.specs import MetricSpec, metric_specs
 
 __all__ = ["DEBEZIUM_BEAN_METRICS", "DEBEZIUM_METRICS", "MBEAN_PATTERN", "DebeziumCollector", "bean_labels"]
 

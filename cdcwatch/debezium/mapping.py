@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from cdcwatch.families import MetricSpec, metric_specs, referenced_specs
 from cdcwatch.jmx import JmxValue
+from cdcwatch.specs import MetricSpec, metric_specs, referenced_specs
 
 __all__ = [
     "DEBEZIUM_BEAN_METRICS",

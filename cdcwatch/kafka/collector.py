@@ -24,13 +24,15 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from itertools import groupby, islice
 from operator import attrgetter
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.exposition import SeriesLine
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import At, MessageReader, NewestChange
 from cdcwatch.kafka.status import STATUS_BY_CODE, ConsumerStatus, StatusWindow
+from cdcwatch.specs import MetricSpec, metric_specs
 
 log = logging.getLogger("cdcwatch.kafka")
 

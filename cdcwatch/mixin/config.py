@@ -9,11 +9,14 @@ import re
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, PositiveFloat, field_validator, model_validator
+from pydantic import Field, PositiveFloat, create_model, field_validator, model_validator
 
-from cdcwatch.config import Config, StrictModel, load_yaml_model
+from cdcwatch.collectors import COLLECTORS, Registry
+from cdcwatch.config import StrictModel, load_yaml_model
+from cdcwatch.mixin.stages import pipeline_stages
+from cdcwatch.validation import config_model
 
 __all__ = ["Durations", "KubernetesOutput", "MixinConfig", "Selectors", "Stages", "Thresholds", "exact", "load_mixin_config",
            "placeholders_of"]
@@ -44,33 +47,52 @@ def _split_matchers(text: str) -> list[str]:
 
 
 class Thresholds(StrictModel):
+    """Where each alert fires: seconds, bytes, ratios (0.1 is 10 %) or counts, as each key's name says."""
+
     debezium_lag_seconds: PositiveFloat = 60
+    """A streaming connector this far behind its source's commits (MilliSecondsBehindSource) warns: CdcDebeziumSourceLagHigh."""
     debezium_queue_free_ratio: PositiveFloat = 0.1
+    """A connector's internal queue with less than this share free is saturated (CdcDebeziumQueueSaturated); the capture
+    freshness stage reads it as backlogged."""
     snapshot_max_seconds: PositiveFloat = 6 * 3600
+    """A snapshot running longer than this warns: CdcDebeziumSnapshotTooLong."""
     kafka_lag_seconds: PositiveFloat = 300
+    """A consumer group this many seconds behind the newest message of its topic warns: CdcKafkaConsumerLagHigh."""
     kafka_data_age_seconds: PositiveFloat = 3600
+    """The newest source commit in a CDC topic this old, with no heartbeat applied since to show the source is idle:
+    CdcKafkaDataTooOld."""
     kafka_retention_runway_warning_seconds: PositiveFloat = 6 * 3600
+    """As `kafka_retention_runway_critical_seconds`, warning earlier: CdcKafkaRetentionRunwayShort."""
     kafka_retention_runway_critical_seconds: PositiveFloat = 3600
     """Time left before retention.ms reaches the next message a group will consume (of a group that is past half
     of the topic's retention)."""
     spark_apply_lag_seconds: PositiveFloat = 120
+    """The apply job's p99 apply lag (source commit to applied) above this warns: CdcSparkApplyLagHigh."""
     spark_freshness_seconds: PositiveFloat = 300
+    """The newest change the apply job applied this much older than now (while the source moves) pages:
+    CdcSparkFreshnessTooOld."""
     spark_duplicates_ratio: PositiveFloat = 0.05
+    """Duplicates (at-least-once replays) above this share of the changes applied warn: CdcSparkDuplicatesHigh."""
     spark_progress_max_age_seconds: PositiveFloat = 300
+    """A streaming query with no progress reported for this long pages: CdcSparkNoProgress."""
     pipeline_latency_p99_seconds: PositiveFloat = 60
     """End-to-end objective: 99 % of the changes applied within this long after their source commit."""
     slot_retained_wal_bytes: PositiveFloat = 10 * 1024**3
+    """A replication slot holding more WAL than this warns: CdcPostgresSlotRetainedWalHigh."""
     slot_safe_wal_horizon_seconds: PositiveFloat = 6 * 3600
     """How far ahead `predict_linear` looks for a slot's safe_wal_size reaching 0."""
     slot_wal_runway_warning_seconds: PositiveFloat = 6 * 3600
+    """As `slot_wal_runway_critical_seconds`, warning earlier: CdcPostgresSlotRunwayShort."""
     slot_wal_runway_critical_seconds: PositiveFloat = 3600
     """Time left, at the current WAL rate, before a slot's safe_wal_size runs out (of a slot holding more WAL than it
     has left)."""
     binlog_runway_warning_seconds: PositiveFloat = 6 * 3600
+    """As `binlog_runway_critical_seconds`, warning earlier: CdcMysqlBinlogRunwayShort."""
     binlog_runway_critical_seconds: PositiveFloat = 3600
     """Time left before the oldest binlog a MySQL connector still needs expires (binlog_expire_logs_seconds after
     its rotation)."""
     scrape_duration_seconds: PositiveFloat = 5
+    """A scrape of cdcwatch taking longer than this warns (CdcwatchScrapeSlow): keep it under the scrape timeout."""
     connect_task_restarts: PositiveFloat = 2
     """Restarts of one task within 30 minutes that are still normal (a deploy, a rebalance); more is flapping."""
     canary_age_seconds: PositiveFloat = 300
@@ -89,9 +111,13 @@ class Durations(StrictModel):
     how long rules remember series that vanished (a Spark driver gone)."""
 
     critical: str = "2m"
+    """`for` of the alerts on outages (a Connect worker down, a target unreachable)."""
     warning: str = "10m"
+    """`for` of the alerts on degradation (lag, saturation, runway)."""
     instant: str = "1m"
+    """`for` of the alerts on states that are wrong at once (a task FAILED, records skipped or dead-lettered)."""
     memory: str = "6h"
+    """How long the rules remember a series that vanished (a Spark driver gone): its alert still fires meanwhile."""
     stalled: str = "10m"
     """`for` of CdcPipelineStalled: longer than a connector or worker restart takes."""
     freshness_window: str = "5m"
@@ -122,32 +148,28 @@ class KubernetesOutput(StrictModel):
     """Directory the file provisioning provider reads the dashboards' JSON from."""
 
 
-class Stages(StrictModel):
-    """The parts of the pipeline this deployment runs and cdcwatch collects. A stage set to false gets no alert,
-    recording rule, inhibition or dashboard panel, and no other stage's rule reads its series (a team that runs
-    Debezium → Kafka → its own consumers sets `spark: false`)."""
-
-    debezium: bool = True
-    """Debezium connectors' MBeans over JMX (`debezium` targets, or a Connect worker's JMX)."""
-    connect_rest: bool = True
-    """Kafka Connect's REST API: connector and task states, failures, pipeline identity."""
-    connect_jmx: bool = True
-    """Kafka Connect's own JMX beans: task restarts, records polled and written, errors, dead letter queue."""
-    kafka: bool = True
-    """Consumer groups, topics and retention (`kafka` targets)."""
-    postgres: bool = True
-    """PostgreSQL replication slots and WAL (`postgres` targets)."""
-    mysql: bool = True
-    """MySQL / MariaDB binary logs (`mysql` targets)."""
-    spark: bool = True
-    """The Spark listener in the apply job's driver (`spark_listeners`)."""
-    reconcile: bool = True
-    """Source-to-target reconciliation (`reconcile` table pairs)."""
-    canary: bool = True
-    """The target's freshness from a canary row, for any sink (`canary` entries)."""
+class StageSwitches(StrictModel):
+    """The parts of the pipeline this deployment runs and cdcwatch collects, a switch each (`stages_model`). A stage
+    set to false gets no alert, recording rule, inhibition or dashboard panel, and no other stage's rule reads its
+    series (a team that runs Debezium → Kafka → its own consumers sets `spark: false`)."""
 
     def enabled(self) -> frozenset[str]:
         return frozenset(name for name, on in self.model_dump().items() if on)
+
+
+def stages_model(registry: Registry = COLLECTORS) -> type[StageSwitches]:
+    """A switch per stage of the registry's kinds and the Spark listener's (`pipeline_stages`), each on by default."""
+    switches: dict[str, Any] = {stage.name: (bool, Field(True, description=stage.what))
+                                for stage in pipeline_stages(registry)}
+    model: type[StageSwitches] = create_model("Stages", __base__=StageSwitches, __module__=__name__, **switches)
+    model.__doc__ = StageSwitches.__doc__
+    return model
+
+
+if TYPE_CHECKING:
+    Stages = StageSwitches
+else:
+    Stages = stages_model()
 
 
 class MixinConfig(StrictModel):
@@ -160,6 +182,8 @@ class MixinConfig(StrictModel):
     default is the runbook's path in the documentation, relative: set the address your on-call reads it at
     (`https://docs.example.com/cdcwatch/runbook/`), once, and every alert and dashboard link follows."""
     datasource_uid: str = "${datasource}"
+    """The Prometheus data source of the dashboards' panels; the default is a dashboard variable to pick it in
+    Grafana."""
     kubernetes: KubernetesOutput = Field(default_factory=KubernetesOutput)
 
     grafana_url: str = ""
@@ -170,7 +194,7 @@ class MixinConfig(StrictModel):
     @classmethod
     def _not_the_exporters(cls, data: Any) -> Any:
         """The exporter's configuration given where the mixin config is read: name the flag each one goes to."""
-        if isinstance(data, dict) and set(data) & {*Config.model_fields, "targets"}:
+        if isinstance(data, dict) and set(data) & {*config_model().model_fields, "targets"}:
             raise ValueError("this is the exporter's configuration (debezium, kafka, postgres, ...): serve and check read "
                              "it (`--config.file FILE`); the mixin commands take a mixin config (`--mixin.file`)")
         return data

@@ -1,7 +1,8 @@
 """Renders the committed outputs: `alerts/` (rules and their promtool tests), `alertmanager/` (inhibitions),
 `dashboards/` (JSON and a Grafana provisioning provider), the Helm chart's `charts/cdcwatch/files/` (the same
 rules, inhibitions and dashboards for each combination of stages its values choose) and its values schema's
-generated parts, and the documentation's configuration and metrics references. `cdcwatch mixin generate` is the one command writing them."""
+generated parts, and the documentation's references (configuration, mixin configuration, metrics).
+`cdcwatch mixin generate` is the one command writing them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from cdcwatch.mixin.config import MixinConfig
-from cdcwatch.mixin.dashboards import dashboard_files, lint_exclusions
+from cdcwatch.mixin.config_page import MIXIN_DOCS_PAGES
 from cdcwatch.mixin.inhibit import inhibit_yaml
 from cdcwatch.mixin.kubernetes import CHART_DASHBOARDS_DIR, CHART_RULES_FILE, chart_files, dashboard_provider
 from cdcwatch.mixin.rules import promtool_tests, rule_groups
@@ -37,6 +38,8 @@ def rules_yaml(config: MixinConfig) -> str:
 
 def render_files(config: MixinConfig) -> Mapping[str, str]:
     """Path (relative to the repository) → content; the chart's (`chart_files`) rendered once read."""
+    from cdcwatch.mixin.dashboards import dashboard_files, lint_exclusions  # the dashboards extra's SDK
+
     rules = rules_yaml(config)
     files = {RULES_FILE: rules,
              RULES_TEST_FILE: to_yaml(promtool_tests(config, Path(RULES_FILE).name)),
@@ -58,7 +61,7 @@ def write_files(config: MixinConfig, root: Path) -> list[Path]:
         path.write_text(content, encoding="utf-8")
         written.append(path)
     if (root / DOCS_DIR).is_dir():  # a repository: its generated reference pages too
-        for relative, page in DOCS_PAGES.items():
+        for relative, page in (DOCS_PAGES | MIXIN_DOCS_PAGES).items():
             path = root / relative
             path.write_text(page(), encoding="utf-8")
             written.append(path)

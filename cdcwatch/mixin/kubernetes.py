@@ -22,8 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from cdcwatch.collectors import COLLECTORS, Registry
 from cdcwatch.mixin.config import MixinConfig, Stages
-from cdcwatch.mixin.stages import STAGES
+from cdcwatch.mixin.stages import SPARK, STAGES
 from cdcwatch.mixin.yaml_text import HEADER, to_yaml
 
 __all__ = ["CHART_DASHBOARDS_DIR", "CHART_DIR", "CHART_INHIBIT_FILE", "CHART_MIXIN_DIR", "CHART_RULES_FILE",
@@ -46,17 +47,14 @@ CHART_SCHEMA_FILE = f"{CHART_DIR}/values.schema.json"
 
 SHAPES = 1 << len(STAGES)
 
-STAGE_SOURCES: dict[str, dict[str, str]] = {
-    "debezium": {"section": "debezium"},
-    "connect_rest": {"section": "connect"},
-    "connect_jmx": {"section": "connect", "key": "jmx"},
-    "kafka": {"section": "kafka"},
-    "postgres": {"section": "postgres"},
-    "mysql": {"section": "mysql"},
-    "spark": {"value": "podMonitor.enabled"},
-    "reconcile": {"section": "reconcile"},
-    "canary": {"section": "canary"},
-}
+def stage_sources(registry: Registry = COLLECTORS) -> dict[str, dict[str, str]]:
+    """Each stage's source for the chart (`STAGE_SOURCES`), from the registry."""
+    sources = {stage.name: {"section": entry.section, **({"key": stage.key} if stage.key else {})}
+               for entry in registry for stage in entry.pipeline_stages()}
+    return sources | {SPARK.name: {"value": "podMonitor.enabled"}}
+
+
+STAGE_SOURCES = stage_sources()
 """How the chart decides a stage its values leave at `auto`: on when the exporter's `config` has an entry in `section`
 (one with `key` set, when given), or when the chart value `value` is true (the Spark listener is not scraped by the
 exporter: its PodMonitor says whether the drivers are)."""
@@ -175,8 +173,6 @@ def _render(config: MixinConfig, shapes: Iterable[int] = range(SHAPES)) -> dict[
 
 
 def _stages_file() -> str:
-    from cdcwatch.collectors import COLLECTORS
-
     return json.dumps({"stages": list(STAGES), "sources": STAGE_SOURCES,
                        "sections": [entry.section for entry in COLLECTORS]}, indent=2) + "\n"
 

@@ -12,32 +12,44 @@ import re
 from collections.abc import Iterable
 from functools import cache
 
-from cdcwatch.collectors import COLLECTORS
+from cdcwatch.collectors import COLLECTORS, Registry, Stage
 from cdcwatch.spark import SPARK_METRICS
 
-__all__ = ["STAGES", "metric_stage", "stages_of"]
+__all__ = ["SPARK", "STAGES", "metric_stage", "pipeline_stages", "stage_names", "stages_of"]
 
-STAGES = ("debezium", "connect_rest", "connect_jmx", "kafka", "postgres", "mysql", "spark", "reconcile", "canary")
-"""The fields of `MixinConfig.stages`, in pipeline order, then the checks of the whole pipeline's result
-(reconciliation, the canary; the canary last: the chart's shape bits of the others stay as they were)."""
+SPARK = Stage("spark", "The Spark listener in the apply job's driver (`spark_listeners`).")
+"""The apply job's stage: its listener is no target of the exporter's, so no entry of the registry."""
+
+
+def pipeline_stages(registry: Registry = COLLECTORS) -> tuple[Stage, ...]:
+    """Every stage: each registered kind's, in the registry's order, then the Spark listener's."""
+    return (*(stage for entry in registry for stage in entry.pipeline_stages()), SPARK)
+
+
+def stage_names(registry: Registry = COLLECTORS) -> tuple[str, ...]:
+    return tuple(stage.name for stage in pipeline_stages(registry))
+
+
+STAGES = stage_names()
+"""The fields of `MixinConfig.stages`, and the order of the chart's shape bits."""
 
 _SELF = frozenset({"up", "cdcwatch_kafka_series_dropped_total"})
 """Series of the monitor itself (Prometheus' `up`, the exporter's own limits): every deployment has them."""
 
 
 @cache
-def _table() -> dict[str, str]:
-    table = {spec.name: entry.stage_of(spec) for entry in COLLECTORS for spec in entry.specs()}
-    return table | {spec.name: "spark" for spec in SPARK_METRICS.values()}
+def _table(registry: Registry) -> dict[str, str]:
+    table = {spec.name: entry.stage_of(spec) for entry in registry for spec in entry.specs()}
+    return table | {spec.name: SPARK.name for spec in SPARK_METRICS.values()}
 
 
-def metric_stage(name: str) -> str | None:
+def metric_stage(name: str, registry: Registry = COLLECTORS) -> str | None:
     """The stage whose collector (or listener) exports `name`; None for the monitor's own series."""
     if name in _SELF:
         return None
     base = re.sub(r"_(bucket|sum|count)$", "", name)
-    return _table().get(name) or _table().get(base)
+    return _table(registry).get(name) or _table(registry).get(base)
 
 
-def stages_of(metrics: Iterable[str]) -> frozenset[str]:
-    return frozenset(stage for name in metrics if (stage := metric_stage(name)) is not None)
+def stages_of(metrics: Iterable[str], registry: Registry = COLLECTORS) -> frozenset[str]:
+    return frozenset(stage for name in metrics if (stage := metric_stage(name, registry)) is not None)

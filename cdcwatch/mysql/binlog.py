@@ -28,9 +28,11 @@ import struct
 import time
 from typing import Any
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import MysqlSourceConfig
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.mysql.replication import binlog_dump_events
+from cdcwatch.specs import MetricSpec, metric_specs
 
 __all__ = ["BINLOG_METRICS", "TABLES_QUERY", "VARIABLES_QUERY", "BinlogCollector", "expire_seconds", "file_number"]
 

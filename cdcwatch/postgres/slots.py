@@ -15,8 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import PostgresSourceConfig
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
+from cdcwatch.specs import MetricSpec, metric_specs
 
 if TYPE_CHECKING:
     import psycopg

@@ -14,10 +14,12 @@ import logging
 import threading
 import time
 
+from cdcwatch.collection import Collection
 from cdcwatch.config import ReconcileConfig
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec, metric_specs
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.reconcile.compare import KINDS, Reconciler, Stopped
 from cdcwatch.reconcile.freshness import REFRESH_SECONDS, CanaryFreshness, FreshnessReader
+from cdcwatch.specs import MetricSpec, metric_specs
 from cdcwatch.tables import make_side
 from cdcwatch.tables.side import Side, SideError
 

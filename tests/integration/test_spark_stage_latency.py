@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from devstack.procs import wait_for
 from devstack.spark import ApplyJob
-from spark_listeners.stages import STAGE_LATENCY_BUCKETS
+from spark_listeners.latency import STAGE_LATENCY_BUCKETS
 from tests.change_events import change_event
 from tests.integration.conftest import parse, promtool_check, value
 

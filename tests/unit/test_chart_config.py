@@ -14,9 +14,9 @@ import pytest
 import yaml
 from pydantic import SecretStr
 
-from cdcwatch.config import Config, ConfigError
+from cdcwatch.config import ConfigError
 from cdcwatch.mixin import chart_schema
-from cdcwatch.validation import parse_config
+from cdcwatch.validation import config_model, parse_config
 from tests.tools import ROOT
 from tests.unit.test_chart import CHART, KUBERNETES_VERSIONS, exporter_config, helm
 
@@ -125,10 +125,10 @@ def test_a_section_the_models_gain_reaches_the_schema_without_the_chart() -> Non
     """The schema is the models': every section and key of Config (but the chart's `listen`), reconciliation's too."""
     schema = json.loads((CHART / "values.schema.json").read_text())
     config = schema["definitions"]["config.Config"]
-    assert set(config["properties"]) == set(Config.model_fields) - {"listen"}
+    assert set(config["properties"]) == set(config_model().model_fields) - {"listen"}
     assert config["additionalProperties"] is False
     pair = schema["definitions"]["config.ReconcileConfig"]
-    assert set(pair["properties"]) == set(Config.model_fields["reconcile"].annotation.__args__[0].model_fields)
+    assert set(pair["properties"]) == set(config_model().model_fields["reconcile"].annotation.__args__[0].model_fields)
 
 
 def test_every_validator_of_the_models_is_mirrored_or_left_to_the_exporter() -> None:
@@ -156,7 +156,7 @@ SECRET_FIELDS = {
 
 
 def secret_fields() -> set[str]:
-    return {f"{name}.{field}" for name, model in chart_schema._models(Config).items()
+    return {f"{name}.{field}" for name, model in chart_schema._models(config_model()).items()
             for field, info in model.model_fields.items() if SecretStr in (info.annotation, *getattr(info.annotation, "__args__", ()))}
 
 

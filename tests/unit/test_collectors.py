@@ -10,11 +10,11 @@ import pytest
 from pydantic import BaseModel
 
 from cdcwatch.collectors import COLLECTORS, CollectorEntry
-from cdcwatch.config import Config, ConfigError
+from cdcwatch.config import ConfigError
 from cdcwatch.exporter import build_collectors
 from cdcwatch.reference import metric_types
 from cdcwatch.self_metrics import SELF_METRICS
-from cdcwatch.validation import parse_config
+from cdcwatch.validation import config_model, parse_config
 
 _ONE_TARGET = {
     "debezium": "  - name: a\n    jmx: {host: h, port: 1}\n",
@@ -33,7 +33,7 @@ _ONE_TARGET = {
 def _target_sections() -> set[str]:
     """The keys of the configuration that hold a list of named targets."""
     sections = set()
-    for key, field in Config.model_fields.items():
+    for key, field in config_model().model_fields.items():
         args = get_args(field.annotation)
         if (get_origin(field.annotation) is list and args and isinstance(args[0], type)
                 and issubclass(args[0], BaseModel) and "name" in args[0].model_fields):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cdcwatch.config import DEFAULT_PORT, MIXIN_SECTIONS, Config, ConfigError, parse_yaml_model
+from cdcwatch.config import DEFAULT_PORT, MIXIN_SECTIONS, ConfigError, parse_yaml_model
 from cdcwatch.mixin import load_mixin_config
-from cdcwatch.validation import load_config, parse_config
+from cdcwatch.validation import config_model, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFFILES = ROOT / "tests" / "conffiles"
@@ -94,7 +94,7 @@ def test_a_built_configuration_loads_as_written() -> None:
 
 def test_the_models_know_no_collector_and_the_loader_checks_against_the_registry() -> None:
     """`cdcwatch.config`'s models take a file without targets; the exporter's loader (`cdcwatch.validation`) does not."""
-    assert parse_yaml_model("log_level: info\n", Config, "<config>", {}).debezium == []
+    assert parse_yaml_model("log_level: info\n", config_model(), "<config>", {}).targets("debezium") == []
     with pytest.raises(ConfigError) as refused:
         parse_config("log_level: info\n", env={})
     assert refused.value.problems[0].startswith("(top level): nothing to scrape")
@@ -105,7 +105,7 @@ def test_importing_the_models_loads_no_collector_nor_the_registry() -> None:
     code = "import sys, cdcwatch.config; print(' '.join(sorted(m for m in sys.modules if m.startswith('cdcwatch.'))))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert set(done.stdout.split()) <= {"cdcwatch.config", "cdcwatch.spark", "cdcwatch.families"}
+    assert set(done.stdout.split()) <= {"cdcwatch.config", "cdcwatch.spark", "cdcwatch.specs"}
 
 
 def test_the_registry_problems_are_reported_at_once() -> None:

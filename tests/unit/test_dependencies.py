@@ -40,18 +40,19 @@ print(json.dumps({{"code": code, "out": out.getvalue(), "loaded": loaded}}))
 _SERVE_MODULES = ["cdcwatch.exporter", "cdcwatch.server", "cdcwatch.web", "cdcwatch.reload", "cdcwatch.check"]
 
 
-def _without_spark(argv: list[str], imports: list[str] | None = None) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", _RUN.format(blocked=_BLOCKED), json.dumps(argv),
+def _without_spark(argv: list[str], imports: list[str] | None = None,
+                   blocked: tuple[str, ...] = _BLOCKED) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", _RUN.format(blocked=blocked), json.dumps(argv),
                            json.dumps(imports or [])], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     assert result["loaded"] == [], result["loaded"]
-    return result
+    return result | {"err": done.stderr}
 
 
 def test_help_runs_without_pyspark() -> None:
     result = _without_spark(["--help"])
-    assert result["code"] == 0 and "cdcwatch docs metrics|config" in str(result["out"])
+    assert result["code"] == 0 and "cdcwatch docs metrics|config|mixin" in str(result["out"])
 
 
 @pytest.mark.parametrize("what", ["metrics", "config"])
@@ -72,6 +73,17 @@ def test_alerts_and_serve_modules_import_without_pyspark() -> None:
     assert result["code"] == 0 and "groups:" in str(result["out"])
 
 
+def test_alerts_need_no_dashboards_extra_and_mixin_generate_names_it(tmp_path: Path) -> None:
+    """grafana-foundation-sdk is the dashboards extra: the rules are generated without it; what builds dashboards
+    says which extra to install, and writes nothing."""
+    without_sdk = (*_BLOCKED, "grafana_foundation_sdk")
+    assert _without_spark(["alerts"], blocked=without_sdk)["code"] == 0
+    result = _without_spark(["mixin", "generate", "--out", str(tmp_path)], blocked=without_sdk)
+    assert result["code"] == 2 and "pip install 'cdcwatch[dashboards]'" in str(result["err"]), result
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.dashboards  # renders the dashboards too
 def test_mixin_generate_runs_without_pyspark(tmp_path: Path) -> None:
     result = _without_spark(["mixin", "generate", "--out", str(tmp_path)])
     assert result["code"] == 0 and (tmp_path / "alerts").is_dir()
@@ -93,7 +105,7 @@ def test_the_exporter_package_imports_nothing_of_spark() -> None:
 
 def test_the_listeners_pure_python_modules_import_without_pyspark() -> None:
     """The listener's metrics and stages are tested (and the metric specs checked) where the spark extra is absent."""
-    code = "import sys\nsys.modules['pyspark'] = None\nimport spark_listeners.metrics, spark_listeners.observation, spark_listeners.stages"
+    code = "import sys\nsys.modules['pyspark'] = None\nimport spark_listeners.metrics, spark_listeners.observation, spark_listeners.latency"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
 

@@ -8,9 +8,11 @@ import time
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from cdcwatch.collection import Collection
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.failures import FailureKind
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec
+from cdcwatch.families import FamilyBuilder
+from cdcwatch.specs import MetricSpec
 from devstack.samples import parse
 
 CONNECTED = MetricSpec("cdcwatch_debezium_connected", "gauge", "h")

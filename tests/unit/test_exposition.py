@@ -19,7 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from prometheus_client.samples import Exemplar, Sample, Timestamp
 
 from cdcwatch.exposition import PLAIN_TEXT, LabelBlocks, SeriesLine, metrics_app, negotiate, render_text
-from cdcwatch.families import FamilyBuilder, LabelSet, MetricSpec, RenderedFamily, merged
+from cdcwatch.families import FamilyBuilder, LabelSet, RenderedFamily, merged
+from cdcwatch.specs import MetricSpec
 
 _LEGACY = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,12}", fullmatch=True)
 _ANY_NAME = st.one_of(_LEGACY, st.text(min_size=1, max_size=8))  # some outside the legacy set

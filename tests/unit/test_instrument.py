@@ -125,7 +125,7 @@ def kafka_records(kafka_ms: int) -> list[dict]:
 def test_decode_puts_each_stage_of_a_change_in_its_bucket() -> None:
     """Exact to the microsecond: a gap of exactly 250 ms is at most 0.25 s, a negative one is its own code;
     what is no row change, or has no Kafka timestamp, has no produce and queue."""
-    from spark_listeners.stages import NEGATIVE_CODE, STAGE_CODES
+    from spark_listeners.latency import NEGATIVE_CODE, STAGE_CODES
 
     kafka_ms = 1_795_304_600_000
     rows = decode(kafka_records(kafka_ms), kafka_ms / 1000 + 45.0)

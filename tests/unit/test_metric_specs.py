@@ -14,13 +14,14 @@ from cdcwatch.connect.jmx_rules import CONNECT_RULES, STATUS_RULES, ConnectRule
 from cdcwatch.debezium import DEBEZIUM_BEAN_METRICS, DEBEZIUM_METRICS, DebeziumCollector, bean_labels
 from cdcwatch.debezium.mapping import RULES, SNAPSHOT_STATE_RULE, Conversion, Rule, convert
 from cdcwatch.exporter import SELF_METRICS, Exporter, TargetResult
-from cdcwatch.families import FamilyBuilder, MetricSpec, UndeclaredLabel, metric_specs, referenced_specs
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.jmx import MBean
 from cdcwatch.kafka import KAFKA_METRICS
 from cdcwatch.kafka.collector import KAFKA_TOPIC_PARTITIONS
 from cdcwatch.postgres import SLOT_METRICS
 from cdcwatch.reference import metric_types, metrics_reference
 from cdcwatch.spark import SPARK_METRICS
+from cdcwatch.specs import MetricSpec, UndeclaredLabel, metric_specs, referenced_specs
 from spark_listeners.metrics import SinkOutcome, SparkMetrics
 from tests.fixtures import read_dump
 from tests.tools import ROOT

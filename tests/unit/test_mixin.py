@@ -20,11 +20,11 @@ import pytest
 import yaml
 
 from cdcwatch.cli import main
-from cdcwatch.mixin import RULES_FILE, RULES_TEST_FILE, MixinConfig, load_mixin_config, render_files
+from cdcwatch.mixin import RULES_FILE, RULES_TEST_FILE, MixinConfig, load_mixin_config
 from cdcwatch.mixin.alerts import ALERTS, GROUPS, RECORDING_RULES
 from cdcwatch.mixin.alerts.examples import EXPORTER, JVM
 from cdcwatch.mixin.config import exact
-from cdcwatch.mixin.dashboards import build_dashboards, panel_queries
+from cdcwatch.mixin.config_page import MIXIN_DOCS_PAGES
 from cdcwatch.mixin.generate import rules_yaml
 from cdcwatch.mixin.inhibit import inhibit_rules
 from cdcwatch.mixin.rules import expression, metrics_in, promtool_tests, rule_groups
@@ -40,7 +40,7 @@ CONFFILES = ROOT / "tests" / "conffiles"
 def _promtool_test(tmp_path: Path, config: MixinConfig, alert: str, default: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
     """The default config's tests of `alert` (of its files, `default`) against the rules `config` renders (each on the
     rules that can take part in its outcome: `_seeing`)."""
-    text = render_files(config)[RULES_FILE]
+    text = rules_yaml(config)
     tests = yaml.load(default[RULES_TEST_FILE], Loader=_LOADER)
     tests["tests"] = [t for t in tests["tests"] if t["name"].startswith(f"{alert} ")]
     return _promtool_tests_run(tmp_path, [("rules", RuleFile(yaml.load(text, Loader=_LOADER)["groups"], text), tests)])
@@ -57,13 +57,14 @@ def test_mixin_generate_is_the_one_generator(tmp_path: Path, capsys: pytest.Capt
                                             mixin_files: Mapping[str, str]) -> None:
     """`cdcwatch mixin generate` writes every rendered file and, in a tree with docs/, the generated reference pages
     (stale here); `dashboards` only previews, so no other command writes any of these files."""
-    for relative in DOCS_PAGES:
+    pages = [*DOCS_PAGES, *MIXIN_DOCS_PAGES]
+    for relative in pages:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("stale\n", encoding="utf-8")
     assert main(["mixin", "generate", "--out", str(tmp_path)]) == 0
     written = capsys.readouterr().out.split()
-    assert sorted(written) == sorted(str(tmp_path / name) for name in [*mixin_files, *DOCS_PAGES])
-    for relative in DOCS_PAGES:
+    assert sorted(written) == sorted(str(tmp_path / name) for name in [*mixin_files, *pages])
+    for relative in pages:
         assert (tmp_path / relative).read_text(encoding="utf-8") == (ROOT / relative).read_text(encoding="utf-8")
 
 
@@ -109,10 +110,13 @@ def test_every_alert_is_complete_and_has_a_runbook_section() -> None:
             assert rule["alert"].lower() in anchors, f"docs/runbook.md has no section for {rule['alert']}"
 
 
+@pytest.mark.dashboards
 @pytest.mark.parametrize("shape", ["everything", "no Spark"])
 def test_every_alert_links_to_a_board_of_the_deployment_with_variables_it_has(shape: str) -> None:
     """`dashboard_url`: a generated board of the deployment, each variable one the board has, set from a label the
     alert fires with (pint checks the query keeps it); the area's own board where it is deployed."""
+    from cdcwatch.mixin.dashboards import build_dashboards  # the dashboards extra
+
     config = _shape(shape).model_copy(update={"grafana_url": "https://grafana.example.com"})
     boards = build_dashboards(config)
     linked = set()
@@ -175,7 +179,7 @@ def test_recording_rules_keep_the_series_identity() -> None:
 
 def test_thresholds_are_written_exactly() -> None:
     config = MixinConfig.model_validate({"thresholds": {"slot_retained_wal_bytes": 53687091200, "spark_duplicates_ratio": 0.00001}})
-    rules = render_files(config)[RULES_FILE]
+    rules = rules_yaml(config)
     assert "> 53687091200" in rules and "> 0.00001" in rules
     assert not re.search(r"\d[eE][+-]?\d", rules), "a number in exponent form"
     assert [exact(v) for v in (60.0, 0.1, 10 * 1024**3, 1e-7)] == ["60", "0.1", "10737418240", "0.0000001"]
@@ -203,7 +207,10 @@ def test_annotation_queries_render_one_piece_per_answer(failures: tuple[str, ...
     assert render_annotation(template, {"target": "connect"}, 0, {"failure": failures}) == text
 
 
+@pytest.mark.dashboards
 def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:
+    from cdcwatch.mixin.dashboards import build_dashboards, panel_queries  # the dashboards extra
+
     produced = set(metric_types()) | {f"{name}_{part}" for name, kind in metric_types().items() if kind == "histogram"
                                       for part in ("bucket", "sum", "count")}
     produced |= {"up", "ALERTS"} | {r.record for r in RECORDING_RULES}
@@ -217,7 +224,7 @@ def test_rules_and_dashboards_use_only_metrics_cdcwatch_produces() -> None:
 
 def test_selectors_and_thresholds_come_from_the_config() -> None:
     config = load_mixin_config(CONFFILES / "mixin-valid.yaml")
-    rules = render_files(config)[RULES_FILE]
+    rules = rules_yaml(config)
     assert 'cdcwatch_up{job="cdc", namespace=~"cdc|cdc-staging", collector!="connect"} == 0' in rules
     assert "cdcwatch_spark_freshness_seconds" in rules and ") > 42" in rules and "> 53687091200" in rules
     assert "https://wiki.example.com/cdcwatch/runbook#cdcwatchtargetdown" in rules
@@ -261,9 +268,12 @@ def _rule_exprs(config: MixinConfig) -> dict[str, str]:
     return exprs
 
 
+@pytest.mark.dashboards
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_deployment_reads_only_the_series_of_its_stages(shape: str) -> None:
     """No rule, panel or inhibition of a stage left out, and no rule or panel of another stage reading its series."""
+    from cdcwatch.mixin.dashboards import build_dashboards, panel_queries  # the dashboards extra
+
     config = _shape(shape)
     exprs = _rule_exprs(config)
     panels = [expr for model in build_dashboards(config).values() for _, expr in panel_queries(model)]
@@ -279,7 +289,10 @@ def test_a_deployment_reads_only_the_series_of_its_stages(shape: str) -> None:
     assert inhibited <= set(exprs), sorted(inhibited - set(exprs))
 
 
+@pytest.mark.dashboards
 def test_a_deployment_without_spark_has_no_spark_alert_and_its_servers_from_every_stage() -> None:
+    from cdcwatch.mixin.dashboards import build_dashboards  # the dashboards extra
+
     config = _shape("no Spark")
     assert not [a for a in _rule_exprs(config) if "Spark" in a] and "CdcSparkDriverAbsent" in _rule_exprs(MixinConfig())
     overview = build_dashboards(config)["cdcwatch-overview.json"]
@@ -546,6 +559,7 @@ def test_promtool_passes_the_whole_test_file_of_every_deployment_shape(tmp_path:
 
 def _exported_labels() -> dict[str, set[str]]:
     """Each metric cdcwatch exports (exporter and Spark listener) → the labels its series can carry."""
+    from cdcwatch.collectors import COLLECTORS
     from cdcwatch.exporter import SELF_METRICS
     from cdcwatch.mixin.stages import _table
     from cdcwatch.spark import SPARK_METRICS
@@ -554,7 +568,7 @@ def _exported_labels() -> dict[str, set[str]]:
     exported = {spec.name: set(spec.labels) for spec in specs}
     for module_specs, bean_labels in _spec_tables():
         exported |= {spec.name: set(spec.labels) | bean_labels for spec in module_specs}
-    assert set(_table()) <= set(exported)
+    assert set(_table(COLLECTORS)) <= set(exported)
     every = {"job", "instance", "target", "collector"}  # Prometheus' own, and every exporter series' target
     return {name: labels | every | ({"le"} if name.endswith("_bucket") else set()) for name, labels in
             {**exported, **{f"{n}_bucket": ls for n, ls in exported.items()}}.items()}

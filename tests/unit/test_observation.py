@@ -28,7 +28,7 @@ def summaries(batches: list[list[float]]) -> list[dict]:
     import numpy as np
 
     from spark_listeners.decode import _commit_points
-    from spark_listeners.stages import MEASURED_STAGES, PER_CHANGE_STAGES, stage_codes, stage_sum
+    from spark_listeners.latency import MEASURED_STAGES, PER_CHANGE_STAGES, stage_codes, stage_sum
 
     return [{"events": len(batch), "changes": len(batch), "malformed": 0, "oldest_commit": min(batch),
              "newest_commit": max(batch), "commit_points": _commit_points(np.array(batch)), "newest_heartbeat": None,
@@ -67,8 +67,8 @@ def test_large_batches_merge_within_one_percent_of_the_rank(batches: list[list[f
 
 
 def test_per_code_counts_and_sums_add_up_and_absent_stages_stay_absent() -> None:
+    from spark_listeners.latency import stage_codes, stage_sum
     from spark_listeners.observation import merge_summaries
-    from spark_listeners.stages import stage_codes, stage_sum
 
     first, second = summaries([[5.0, 6.0], [7.0]])
     first[stage_codes("capture")] = [0, 2, 0, 1]

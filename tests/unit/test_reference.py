@@ -1,21 +1,32 @@
-"""The configuration and metrics references are generated from the code and may not drift; what the configuration
-reference documents is what the validator accepts."""
+"""The configuration, mixin configuration and metrics references are generated from the code and may not drift; what
+the configuration reference documents is what the validator accepts, and every key says what it means."""
 
 from pathlib import Path
 
 import pytest
 import yaml
 
-from cdcwatch.reference import DOCS_PAGES, config_reference, example_config
-from cdcwatch.validation import load_config
+from cdcwatch.mixin.config import MixinConfig
+from cdcwatch.mixin.config_page import MIXIN_DOCS_PAGES
+from cdcwatch.reference import DOCS_PAGES, config_reference, example_config, model_reference
+from cdcwatch.validation import config_model, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORDS = {"PG_PASSWORD": "p", "MYSQL_PASSWORD": "m", "CONNECT_PASSWORD": "c"}
 
 
-@pytest.mark.parametrize("page", sorted(DOCS_PAGES))
+PAGES = DOCS_PAGES | MIXIN_DOCS_PAGES
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
 def test_docs_page_is_current(page):
-    assert (ROOT / page).read_text() == DOCS_PAGES[page](), f"{page} is stale: run `cdcwatch mixin generate`"
+    assert (ROOT / page).read_text() == PAGES[page](), f"{page} is stale: run `cdcwatch mixin generate`"
+
+
+@pytest.mark.parametrize("model", [config_model(), MixinConfig], ids=["config", "mixin"])
+def test_every_key_says_what_it_means(model):
+    unexplained = [row.split("|")[1].strip() for row in model_reference(model).splitlines()[2:] if row.endswith("|  |")]
+    assert not unexplained, f"keys without a meaning (a description or a docstring under the field): {unexplained}"
 
 
 def test_a_config_in_every_documented_shape_loads(tmp_path):

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from cdcwatch.collection import Collection
 from cdcwatch.exporter import Exporter, ScheduledCollector
-from cdcwatch.families import Collection, FamilyBuilder, MetricSpec
+from cdcwatch.families import FamilyBuilder
 from cdcwatch.kafka import KafkaCollector
 from cdcwatch.reload import ConfigReloader
+from cdcwatch.specs import MetricSpec
 from cdcwatch.validation import load_config
 from devstack.procs import wait_for
 from devstack.samples import Values, parse, value

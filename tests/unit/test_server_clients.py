@@ -20,8 +20,8 @@ import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
+from cdcwatch.collection import Collection
 from cdcwatch.exporter import Exporter, ScheduledCollector
-from cdcwatch.families import Collection
 from cdcwatch.server import make_http_server
 from cdcwatch.web import TlsServerConfig, WebConfig
 from devstack.procs import wait_for

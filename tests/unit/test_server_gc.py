@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from cdcwatch.collection import Collection
 from cdcwatch.exporter import Exporter, ScheduledCollector
-from cdcwatch.families import Collection
 from cdcwatch.server import GcPause, make_http_server
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import bcrypt
 import pytest
 
+from cdcwatch.collection import Collection
 from cdcwatch.exporter import Exporter, ScheduledCollector
-from cdcwatch.families import Collection
 from cdcwatch.server import HEALTHY_PATH, READY_PATH, Service, make_http_server
 from cdcwatch.validation import load_config
 from cdcwatch.web import TlsServerConfig, WebConfig

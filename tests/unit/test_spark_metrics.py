@@ -8,8 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from cdcwatch.failures import exception_class
-from spark_listeners.metrics import SPARK_EXCEPTIONS, CommitSpread, SinkOutcome, SparkMetrics
-from spark_listeners.stages import (
+from spark_listeners.latency import (
     NEGATIVE_CODE,
     STAGE_CODES,
     STAGE_LATENCY_BUCKETS,
@@ -17,6 +16,7 @@ from spark_listeners.stages import (
     stage_codes,
     stage_sum,
 )
+from spark_listeners.metrics import SPARK_EXCEPTIONS, CommitSpread, SinkOutcome, SparkMetrics
 from tests.integration.conftest import promtool_check
 
 
@@ -266,7 +266,7 @@ def test_stage_latency_exposition_passes_promtool() -> None:
 def test_bucket_codes_merged_from_partitions_add_up_per_timestamp_type() -> None:
     """histogram_numeric merges partitions' bins by weighted mean: a code can come back split over several
     pairs, or a hair off its integer."""
-    from spark_listeners.stages import STAGE_CODES, stage_codes, stage_sum
+    from spark_listeners.latency import STAGE_CODES, stage_codes, stage_sum
 
     metrics = SparkMetrics(Clock(1001.0))
     pairs = [(3.0, 5.0), (2.9999999999999996, 2.0), (STAGE_CODES + 3.0000000000000004, 1.0), (STAGE_CODES - 1.0, 4.0)]

@@ -9,7 +9,7 @@ runs, and its queue is full by design then: those rules stand down while `snapsh
 from dataclasses import replace
 
 from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ, JVM, SLOT, SOURCE
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, Shaped, labels_of
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
 
@@ -51,16 +51,6 @@ _ROWS_SCANNED = "cdcwatch_debezium_snapshot_rows_scanned_total"
 _ESTIMATES = (("postgres", _ROWS_ESTIMATE), ("mysql", _MYSQL_ROWS_ESTIMATE))
 
 
-def _by_estimate(postgres: str, mysql: str) -> Shaped:
-    """A rule reading the row estimates of both source databases (its `expr`): a deployment with one of them reads
-    that one's alone (these blocks), one with neither gets no rule."""
-    def shaped(stages: frozenset[str]) -> str | None:
-        if {"postgres", "mysql"} <= stages:
-            return None
-        return postgres if "postgres" in stages else mysql if "mysql" in stages else ""
-    return shaped
-
-
 _ORDERS = f'{DBZ},context="snapshot",table="public.orders"'
 _ORDERS_LABELS = labels_of(DBZ, 'table="public.orders"')
 _ORDERS_ESTIMATE = f'{_ROWS_ESTIMATE}{{{SOURCE},database="inventory",table="public.orders",server="inventory"}}'
@@ -77,6 +67,16 @@ _EMPTY = {_ORDERS_ESTIMATE: "0x40", f"{_ROWS_SCANNED}{{{_ORDERS}}}": "0x40"}
 """A table the source estimates empty (never analyzed, or analyzed empty): no ratio, no ETA."""
 
 SNAPSHOT_PROGRESS = (
+    # the source's estimate of each table, one rule per source database (each deployed with its stage): the rules
+    # below read it, whichever databases the deployment has
+    Recording("table:cdcwatch_source_table_rows:estimate",
+              "max by (job, instance, target, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s})",
+              Case("PostgreSQL's estimate of public.orders", _SCANNING,
+                   labels=labels_of(SOURCE, 'server="inventory",table="public.orders"'), value=480000)),
+    Recording("table:cdcwatch_source_table_rows:estimate",
+              "max by (job, instance, target, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})",
+              Case("MySQL's estimate of shop.items", _MYSQL_SCANNING,
+                   labels=labels_of(BINLOG_SOURCE, 'table="shop.items"'), value=96000)),
     Recording("table:cdcwatch_debezium_snapshot_rows_scanned:rate5m",
               'sum by (job, instance, target, plugin, server, table) (rate(cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}[5m]))',
               Case("6,000 rows a minute", _SCANNING, labels=_ORDERS_LABELS, value=100)),
@@ -86,33 +86,18 @@ SNAPSHOT_PROGRESS = (
               clamp_max(
                 max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"})
                 / on (job, instance, server, table) group_left ()
-                (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) > 0),
+                (max by (job, instance, server, table) (table:cdcwatch_source_table_rows:estimate) > 0),
               1)
               """,
               Case("a quarter through", _SCANNING, labels=_ORDERS_LABELS, value=0.25),
               more=(Case("a quarter through, by the MySQL estimate", _MYSQL_SCANNING, labels=_ITEMS_LABELS, value=0.25),
                     Case("a table estimated empty: no ratio", _EMPTY),
-                    Case("no estimate of the table: no ratio", {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"})),
-              shaped=_by_estimate(
-                  postgres="""
-                  clamp_max(
-                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"})
-                    / on (job, instance, server, table) group_left ()
-                    (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s}) > 0),
-                  1)
-                  """,
-                  mysql="""
-                  clamp_max(
-                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"})
-                    / on (job, instance, server, table) group_left ()
-                    (max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) > 0),
-                  1)
-                  """)),
+                    Case("no estimate of the table: no ratio", {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}))),
     # an estimate: rows the source's estimate says are left to scan (0 once the table is done)
     Recording("table:cdcwatch_debezium_snapshot_rows_remaining:estimate",
               """
               clamp_min(
-                max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})
+                max by (job, instance, server, table) (table:cdcwatch_source_table_rows:estimate)
                 - on (job, instance, server, table) group_right ()
                 max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}),
               0)
@@ -120,22 +105,7 @@ SNAPSHOT_PROGRESS = (
               Case("360,000 rows left", _SCANNING, labels=_ORDERS_LABELS, value=360000),
               more=(Case("72,000 rows left, by the MySQL estimate", _MYSQL_SCANNING, labels=_ITEMS_LABELS, value=72000),
                     Case("no estimate of the table: nothing left to say",
-                         {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"})),
-              shaped=_by_estimate(
-                  postgres="""
-                  clamp_min(
-                    max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s})
-                    - on (job, instance, server, table) group_right ()
-                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}),
-                  0)
-                  """,
-                  mysql="""
-                  clamp_min(
-                    max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})
-                    - on (job, instance, server, table) group_right ()
-                    max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}),
-                  0)
-                  """)),
+                         {f"{_ROWS_SCANNED}{{{_ITEMS}}}": "0+1200x40"}))),
     # an estimate: those rows at the table's scan rate of the last 5 minutes
     Recording("table:cdcwatch_debezium_snapshot_remaining_seconds:estimate",
               """
@@ -164,7 +134,7 @@ SNAPSHOT_PROGRESS = (
               clamp_max(
                 sum by (job, instance, target, plugin, server) (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}))
                 / on (job, instance, server) group_left ()
-                (sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})) > 0),
+                (sum by (job, instance, server) (max by (job, instance, server, table) (table:cdcwatch_source_table_rows:estimate)) > 0),
               1)
               """,
               Case("120,000 of an estimated 600,000 rows", {**_SCANNING, _CUSTOMERS_ESTIMATE: "120000x40"},
@@ -172,22 +142,7 @@ SNAPSHOT_PROGRESS = (
               more=(Case("24,000 of an estimated 120,000 rows, by the MySQL estimates", {
                   **_MYSQL_SCANNING,
                   f'{_MYSQL_ROWS_ESTIMATE}{{{BINLOG_SOURCE},database="shop",table="shop.tags"}}': "24000x40"},
-                  labels=labels_of(_MYSQL), value=0.2),),
-              shaped=_by_estimate(
-                  postgres="""
-                  clamp_max(
-                    sum by (job, instance, target, plugin, server) (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}))
-                    / on (job, instance, server) group_left ()
-                    (sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s})) > 0),
-                  1)
-                  """,
-                  mysql="""
-                  clamp_max(
-                    sum by (job, instance, target, plugin, server) (max by (job, instance, target, plugin, server, table) (cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s, context="snapshot"}))
-                    / on (job, instance, server) group_left ()
-                    (sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s})) > 0),
-                  1)
-                  """)),
+                  labels=labels_of(_MYSQL), value=0.2),)),
     Recording("server:cdcwatch_debezium_snapshot_tables_progress:ratio",
               """
               1 - max by (job, instance, target, plugin, server) (cdcwatch_debezium_snapshot_remaining_tables{%(cdcwatch)s})
@@ -207,7 +162,7 @@ SNAPSHOT_PROGRESS = (
               (
                 sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
                 + on (job, instance, server)
-                sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s} or cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
+                sum by (job, instance, server) (max by (job, instance, server, table) (table:cdcwatch_source_table_rows:estimate) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
                 or
                 sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
               )
@@ -225,34 +180,7 @@ SNAPSHOT_PROGRESS = (
                   **{f'{_STATE}{{{_MYSQL},context="snapshot",state="{s}"}}': "1x200" if s == "running" else "0x200"
                      for s in ("running", "completed")}},
                   labels=labels_of(_MYSQL), value=4200),
-                    Case("the snapshot is done: no ETA", {**_SCANNING, **_snapshot("completed")})),
-              shaped=_by_estimate(
-                  postgres="""
-                  (
-                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
-                    + on (job, instance, server)
-                    sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_postgres_table_rows_estimate{%(cdcwatch)s}) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
-                    or
-                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
-                  )
-                  / on (job, instance, server) group_right ()
-                    (server:cdcwatch_debezium_snapshot_rows_scanned:rate5m > 0)
-                  and on (job, instance, target, plugin, server)
-                    (server:cdcwatch_debezium_snapshot_running:max == 1)
-                  """,
-                  mysql="""
-                  (
-                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
-                    + on (job, instance, server)
-                    sum by (job, instance, server) (max by (job, instance, server, table) (cdcwatch_mysql_table_rows_estimate{%(cdcwatch)s}) unless on (job, instance, server, table) cdcwatch_debezium_snapshot_rows_scanned_total{%(cdcwatch)s})
-                    or
-                    sum by (job, instance, server) (table:cdcwatch_debezium_snapshot_rows_remaining:estimate)
-                  )
-                  / on (job, instance, server) group_right ()
-                    (server:cdcwatch_debezium_snapshot_rows_scanned:rate5m > 0)
-                  and on (job, instance, target, plugin, server)
-                    (server:cdcwatch_debezium_snapshot_running:max == 1)
-                  """)),
+                    Case("the snapshot is done: no ETA", {**_SCANNING, **_snapshot("completed")}))),
 )
 
 
@@ -262,12 +190,15 @@ def _by_source(case: Case) -> Case:
     return replace(case, needs=frozenset(fed))
 
 
-_BY_ESTIMATE = {r.record for r in SNAPSHOT_PROGRESS if r.shaped}
-"""The recordings whose expression differs by the source databases' estimates at hand."""
+_BY_ESTIMATE: set[str] = set()
+"""The recordings that read a source database's estimate, themselves or through another."""
+for _rule in SNAPSHOT_PROGRESS:
+    if _rule.record == "table:cdcwatch_source_table_rows:estimate" or any(name in _rule.expr for name in _BY_ESTIMATE):
+        _BY_ESTIMATE.add(_rule.record)
 
 SNAPSHOT_PROGRESS_BY_SOURCE: tuple[Recording, ...] = tuple(
     replace(r, example=_by_source(r.example), more=tuple(map(_by_source, r.more)))
-    if r.shaped or any(name in r.expr for name in _BY_ESTIMATE) else r
+    if r.record in _BY_ESTIMATE else r
     for r in SNAPSHOT_PROGRESS)
 """The snapshot progress rules, each case of a rule reading an estimate tested where its source database is."""
 

@@ -8,7 +8,9 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
   not while the replication slot's unconfirmed WAL grows (the source writes); idle when
   `server:cdcwatch_capture_idle_proof:bool` proves it: the slot keeps up with the WAL position, the MySQL or
   MariaDB source has not written to its binlog, or a heartbeat (TiCDC: a WATERMARK) passed through Kafka or the
-  whole pipeline recently (one rule per proof, from the stage it comes from). A reader blocked by a full queue
+  whole pipeline recently (one rule per proof, from the stage it comes from). What depends on the deployment
+  reaches the state rule as `server:cdcwatch_capture_signal:bool` (one rule per signal: the slot's WAL grows, the
+  lag grows, idle is proven), so the state rule is the same in every deployment. A reader blocked by a full queue
   (no event, the streaming queue without free capacity) is backlogged, not stalled: the hand-off is what stopped.
 - `publish` (connector → Kafka, the hand-off): moving while the server's topics' end offsets rise
   (`server:cdcwatch_kafka_log_end_offset:increase`); stalled when they stand while a signal shows the connector holds
@@ -47,7 +49,7 @@ are left out.
 from dataclasses import replace
 
 from cdcwatch.mixin.alerts.examples import CONNECT, DBZ, EXPORTER, SLOT, SPARK, TOPIC
-from cdcwatch.mixin.alerts.model import IDLE_PROOFS, Alert, Case, Group, Recording
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording
 
 __all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
 
@@ -174,8 +176,16 @@ def _proof(proof: str, why: str, series: dict[str, str], value: float) -> Case:
     return Case(why, series, labels={**_PIPELINE, "proof": proof}, value=value)
 
 
-def _signal(signal: str, why: str, series: dict[str, str], value: float) -> Case:
-    return Case(why, series, labels={**_PIPELINE, "signal": signal}, value=value)
+def _signal(signal: str, why: str, series: dict[str, str], value: float, needs: frozenset[str] = frozenset()) -> Case:
+    return Case(why, series, labels={**_PIPELINE, "signal": signal}, value=value, needs=needs)
+
+
+def _signal_rule(record: str, signal: str, expr: str, holds: tuple[str, dict[str, str]],
+                 *not_holding: tuple[str, dict[str, str]], needs: frozenset[str] = frozenset()) -> Recording:
+    """One signal a stage's state reads (1 it holds, 0 not), deployed with the stage that collects it; tested where
+    it holds and where it does not (in the deployments with the stages `needs`, when its cases feed another's)."""
+    return Recording(record, expr, _signal(signal, *holds, 1, needs), pipeline=True, match=("server", "signal"),
+                     labels={"signal": signal}, more=tuple(_signal(signal, *case, 0, needs) for case in not_holding))
 
 
 
@@ -219,71 +229,6 @@ def _canary_without_spark(stages: frozenset[str]) -> str | None:
         """
 
 
-def _capture_without_postgres(stages: frozenset[str]) -> str | None:
-    """Without PostgreSQL, no stall from the slot's WAL; without any idle proof, no idle either."""
-    if "postgres" in stages:
-        return None
-    if IDLE_PROOFS & stages:
-        return """
-            (
-              (
-                min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
-                unless on (server)
-                  sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-              ) * 0 + 3
-            or
-              (
-                max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
-                and on (server)
-                  max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
-                and on (server)
-                  sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-              ) * 0 + 3
-            or
-              (
-                sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-              ) * 0 + 2
-            or
-              (
-                max by (server) (server:cdcwatch_capture_idle_proof:bool) == 1
-              ) * 0 + 1
-            or
-              (
-                max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
-              ) * 0 + 4
-            )
-            and on (server)
-              max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
-            """
-    return """
-        (
-          (
-            min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == 0
-            unless on (server)
-              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-          ) * 0 + 3
-        or
-          (
-            max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
-            and on (server)
-              max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
-            and on (server)
-              sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-          ) * 0 + 3
-        or
-          (
-            sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
-          ) * 0 + 2
-        or
-          (
-            max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
-          ) * 0 + 4
-        )
-        and on (server)
-          max by (server) (last_over_time(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(memory)s]))
-        """
-
-
 # The evidence each stage's state is built on, then the state of each stage (one rule each, `stage` their label),
 # then the pipeline's: the worst stage.
 RECORDINGS = (
@@ -324,7 +269,28 @@ RECORDINGS = (
                                                                       f"{_BINLOG_POSITION}{{{_BINLOG}}}": "4096+4096x40"}, 0),
                     _proof("binlog", "the source rotated its binlog: the position went back, the file number up",
                            {f"{_BINLOG_FILE}{{{_BINLOG}}}": "7x17 8x23", f"{_BINLOG_POSITION}{{{_BINLOG}}}": "9000x17 4x23"}, 0))),
-    # capture
+    # capture: the signals whose rules depend on the deployment (the slot's WAL with PostgreSQL, an idle proof from
+    # any stage that has one), one rule each, then the state
+    _signal_rule("server:cdcwatch_capture_signal:bool", "lag_growing", """
+        (max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > bool 0)
+        * on (server)
+        (max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > bool %(debezium_lag_seconds)s)
+        """,
+                 ("the connector's lag behind the source grows past its threshold",
+                  {f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "0+5000x40"}),
+                 ("a lag above the threshold that stands", {f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "90000x40"}),
+                 ("a lag that grows below the threshold", {f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "0+1x40"})),
+    _signal_rule("server:cdcwatch_capture_signal:bool", "wal_unconfirmed_grows", """
+        max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > bool 0
+        """,
+                 ("the WAL the slot has not confirmed grows", {f"{_UNCONFIRMED}{{{SLOT}}}": "0+4096x40"}),
+                 ("the slot keeps up", {f"{_UNCONFIRMED}{{{SLOT}}}": "0x40"})),
+    _signal_rule("server:cdcwatch_capture_signal:bool", "idle_proven", """
+        max by (server) (server:cdcwatch_capture_idle_proof:bool)
+        """,
+                 ("the slot keeps up with the WAL position", {f"{_UNCONFIRMED}{{{SLOT}}}": "0x40"}),
+                 ("the WAL the slot has not confirmed grows", {f"{_UNCONFIRMED}{{{SLOT}}}": "0+4096x40"}),
+                 needs=_POSTGRES),  # the slot's proof: any other proof does as well
     Recording("server_stage:cdcwatch_freshness:code", """
         (
           (
@@ -334,15 +300,13 @@ RECORDINGS = (
           ) * 0 + 3
         or
           (
-            max by (server) (deriv(cdcwatch_postgres_replication_slot_confirmed_flush_lag_bytes{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
+            max by (server) (server:cdcwatch_capture_signal:bool{signal="wal_unconfirmed_grows"}) == 1
             unless on (server)
               sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
           ) * 0 + 4
         or
           (
-            max by (server) (deriv(cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}[%(freshness_window)s])) > 0
-            and on (server)
-              max by (server) (cdcwatch_debezium_lag_behind_source_seconds{%(cdcwatch)s, server!="", context="streaming"}) > %(debezium_lag_seconds)s
+            max by (server) (server:cdcwatch_capture_signal:bool{signal="lag_growing"}) == 1
             and on (server)
               sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > 0
           ) * 0 + 3
@@ -352,7 +316,7 @@ RECORDINGS = (
           ) * 0 + 2
         or
           (
-            max by (server) (server:cdcwatch_capture_idle_proof:bool) == 1
+            max by (server) (server:cdcwatch_capture_signal:bool{signal="idle_proven"}) == 1
           ) * 0 + 1
         or
           (
@@ -364,7 +328,7 @@ RECORDINGS = (
         """,
               Case("capture flowing (only Debezium's series)", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"},
                    labels={**_PIPELINE, "stage": "capture"}, value=2),
-              pipeline=True, match=("server", "stage"), labels={"stage": "capture"}, shaped=_capture_without_postgres,
+              pipeline=True, match=("server", "stage"), labels={"stage": "capture"},
               more=(Case("a connector whose events have no server: no state",
                          {f'{_EVENTS}{{{_NO_SERVER_DBZ},context="streaming"}}': "0+60x40"}),)),
     # publish: the rise of the server's topics' end offsets (the end offsets have no server: the topic lends it),
@@ -385,19 +349,17 @@ RECORDINGS = (
                           f"{_TOPIC_PARTITIONS}{{{_NO_SERVER_TOPIC_PARTITIONS}}}": "1x40"}),)),
     # what the connector holds for Kafka, one rule per signal from the stage that collects it (1 it does, 0 not):
     # events read, a full queue, Kafka Connect not running it; and a queue nearly full (outside a snapshot)
-    Recording("server:cdcwatch_publish_signal:bool", """
+    _signal_rule("server:cdcwatch_publish_signal:bool", "events_read", """
         sum by (server) (increase(cdcwatch_debezium_events_seen_total{%(cdcwatch)s, server!=""}[%(freshness_window)s])) > bool 0
         """,
-              _signal("events_read", "Debezium reads 60 events a minute", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"}, 1),
-              pipeline=True, match=("server", "signal"), labels={"signal": "events_read"},
-              more=(_signal("events_read", "no event read", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "500x40"}, 0),)),
-    Recording("server:cdcwatch_publish_signal:bool", """
+                 ("Debezium reads 60 events a minute", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40"}),
+                 ("no event read", {f'{_EVENTS}{{{DBZ},context="streaming"}}': "500x40"})),
+    _signal_rule("server:cdcwatch_publish_signal:bool", "queue_full", """
         min by (server) (cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}) == bool 0
         """,
-              _signal("queue_full", "the queue full", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "0x40"}, 1),
-              pipeline=True, match=("server", "signal"), labels={"signal": "queue_full"},
-              more=(_signal("queue_full", "room in the queue", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "8000x40"}, 0),)),
-    Recording("server:cdcwatch_publish_signal:bool", """
+                 ("the queue full", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "0x40"}),
+                 ("room in the queue", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "8000x40"})),
+    _signal_rule("server:cdcwatch_publish_signal:bool", "queue_nearly_full", """
         (
           min by (server) (
             cdcwatch_debezium_queue_remaining_capacity{%(cdcwatch)s, server!="", context="streaming"}
@@ -409,24 +371,22 @@ RECORDINGS = (
         or on (server)
           0 * max by (server) (cdcwatch_debezium_snapshot_state{%(cdcwatch)s, server!="", state=~"running|paused"})
         """,
-              _signal("queue_nearly_full", "1 % of the queue free", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "82x40",
-                                                                      f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40"}, 1),
-              pipeline=True, match=("server", "signal"), labels={"signal": "queue_nearly_full"},
-              more=(_signal("queue_nearly_full", "a snapshot fills the queue by design",
-                            {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "50x40",
-                             f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40",
-                             f'cdcwatch_debezium_snapshot_state{{{DBZ},context="snapshot",state="running"}}': "1x40"}, 0),)),
-    Recording("server:cdcwatch_publish_signal:bool", """
+                 ("1 % of the queue free", {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "82x40",
+                                            f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40"}),
+                 ("a snapshot fills the queue by design",
+                  {f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "50x40",
+                   f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40",
+                   f'cdcwatch_debezium_snapshot_state{{{DBZ},context="snapshot",state="running"}}': "1x40"})),
+    _signal_rule("server:cdcwatch_publish_signal:bool", "not_running", """
         max by (server) (
           cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
           or
           cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
         ) == bool 1
         """,
-              _signal("not_running", "Kafka Connect reports the connector PAUSED",
-                      {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "1x40"}, 1),
-              pipeline=True, match=("server", "signal"), labels={"signal": "not_running"},
-              more=(_signal("not_running", "running", {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "0x40"}, 0),)),
+                 ("Kafka Connect reports the connector PAUSED",
+                  {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "1x40"}),
+                 ("running", {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "0x40"})),
     Recording("server_stage:cdcwatch_freshness:code", """
         (
           max by (server) (server:cdcwatch_publish_signal:bool{signal!="queue_nearly_full"}) == 1

@@ -4,13 +4,15 @@ carry: shared by `decode_events` (in the executors, so no dependency beyond the 
 
 from __future__ import annotations
 
-__all__ = ["MEASURED_STAGES", "NEGATIVE_CODE", "PER_CHANGE_STAGES", "STAGES", "STAGE_CODES", "STAGE_LATENCY_BUCKETS",
+__all__ = ["MEASURED_STAGES", "NEGATIVE_CODE", "LATENCY_STAGES", "PER_CHANGE_STAGES", "STAGE_CODES", "STAGE_LATENCY_BUCKETS",
            "STAGE_LATENCY_FIELDS", "TIMESTAMP_TYPES",
            "stage_codes", "stage_sum"]
 
 STAGE_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
-STAGES = ("capture", "produce", "queue", "apply")
-PER_CHANGE_STAGES = STAGES[:3]
+LATENCY_STAGES = ("capture", "produce", "queue", "apply")
+"""The latency stages of a row change (the `stage` label of cdcwatch_spark_stage_latency_seconds): unlike the
+freshness stages of the mixin's rules and the deployment stages of its config (docs/development.md, glossary)."""
+PER_CHANGE_STAGES = LATENCY_STAGES[:3]
 """The stages measured per change (apply is the batch's, the same for each of its changes)."""
 STAGE_LATENCY_FIELDS = (*(f"{stage}_us" for stage in PER_CHANGE_STAGES), *(f"{stage}_code" for stage in PER_CHANGE_STAGES))
 """The fields of a change's `stage_latency`: per measured stage its latency in µs, then its bucket code."""
