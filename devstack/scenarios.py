@@ -529,7 +529,7 @@ def pause_connector(stack: Any) -> None:
 
 
 def resume_connector(stack: Any) -> None:
-    writer = getattr(stack, "wal_writer", None)
+    writer, stack.wal_writer = getattr(stack, "wal_writer", None), None
     if writer is not None:
         writer.halt()
         writing = [r for r in writer.readings if r[2] < writer.cap] or writer.readings

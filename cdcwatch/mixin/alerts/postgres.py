@@ -22,7 +22,7 @@ RECORDINGS = (
               Case("1 MB a second", {f"{_POSITION}{{{SOURCE}}}": _MB_A_SECOND}, labels=labels_of(SOURCE), value=1000000)),
     # seconds until the slot's safe_wal_size runs out if it stops advancing (+Inf while no WAL is written)
     Recording("slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m", """
-        cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}
+        last_over_time(cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}[%(scrape_gap)s])
         / on (job, instance, target) group_left ()
           target:cdcwatch_postgres_wal_position_bytes:deriv5m
         """,
@@ -42,7 +42,7 @@ _KEEPING_UP = Case("a slot that keeps up with a write burst: 1 GB budget, 1000 s
 ALERTS = (
     Alert(
         "CdcPostgresSlotInactive",
-        "cdcwatch_postgres_replication_slot_active{%(cdcwatch)s} == 0",
+        "last_over_time(cdcwatch_postgres_replication_slot_active{%(cdcwatch)s}[%(scrape_gap)s]) == 0",
         "warning", "warning",
         "Replication slot {{ $labels.slot }} has no consumer",
         "Nobody has read slot {{ $labels.slot }} (server {{ $labels.server }}) for %(for)s; it keeps WAL on the "
@@ -52,7 +52,7 @@ ALERTS = (
     ),
     Alert(
         "CdcPostgresSlotRetainedWalHigh",
-        "max by (job, instance, target, slot, server) (cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s}) > %(slot_retained_wal_bytes)s",
+        "max by (job, instance, target, slot, server) (last_over_time(cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s}[%(scrape_gap)s])) > %(slot_retained_wal_bytes)s",
         "warning", "warning",
         "Replication slot {{ $labels.slot }} holds back too much WAL",
         "Slot {{ $labels.slot }} keeps {{ $value | humanize1024 }}B of WAL (threshold %(slot_retained_wal_bytes)s "
@@ -63,7 +63,7 @@ ALERTS = (
     ),
     Alert(
         "CdcPostgresSlotWalAtRisk",
-        'cdcwatch_postgres_replication_slot_wal_status{%(cdcwatch)s, wal_status=~"unreserved|lost"} == 1',
+        'last_over_time(cdcwatch_postgres_replication_slot_wal_status{%(cdcwatch)s, wal_status=~"unreserved|lost"}[%(scrape_gap)s]) == 1',
         "critical", "instant",
         "Replication slot {{ $labels.slot }} is losing WAL",
         "Slot {{ $labels.slot }} is {{ $labels.wal_status }}: WAL its connector still needs is past "
@@ -85,13 +85,16 @@ ALERTS = (
         quiet=Case("steady", {f"cdcwatch_postgres_replication_slot_safe_wal_size_bytes{{{SLOT}}}": "10000000000x40"}),
         since="1m", boundary_value=10000000000 - 50000000 * 11 - 50000000 / 60 * 21600,
     ),
-    # the runway alerts are gated on a slot holding more WAL than it has left (a slot that keeps up holds little)
+    # the runway alerts are gated on a slot holding more WAL than it has left (a slot that keeps up holds little);
+# the slot alerts read a slot's last values through failed scrapes (scrape_gap): a source too busy to answer is the
+# source whose WAL piles up, and one timed-out scrape must not restart their `for`
     Alert(
         "CdcPostgresSlotRunwayShort",
         """
         slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m < %(slot_wal_runway_warning_seconds)s
         and
-          cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s} > cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}
+          last_over_time(cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s}[%(scrape_gap)s])
+          > last_over_time(cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}[%(scrape_gap)s])
         """,
         "warning", "warning",
         "Replication slot {{ $labels.slot }} runs out of safe WAL soon",
@@ -110,7 +113,8 @@ ALERTS = (
         """
         slot:cdcwatch_postgres_replication_slot_safe_wal_runway_seconds:deriv5m < %(slot_wal_runway_critical_seconds)s
         and
-          cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s} > cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}
+          last_over_time(cdcwatch_postgres_replication_slot_retained_wal_bytes{%(cdcwatch)s}[%(scrape_gap)s])
+          > last_over_time(cdcwatch_postgres_replication_slot_safe_wal_size_bytes{%(cdcwatch)s}[%(scrape_gap)s])
         """,
         "critical", "critical",
         "Replication slot {{ $labels.slot }} is about to lose WAL",
@@ -122,7 +126,12 @@ ALERTS = (
                    labels=labels_of(SLOT), value=2300),
         quiet=_KEEPING_UP,
         since="1m", boundary_value=(3500000000 - 60000000 * 3) / 1000000,
-        more=(Case("a failover to a server with less WAL: its position goes back, not a burst of WAL",
+        more=(Case("the source too busy to answer the scrape a minute before: the `for` goes on",
+                   _runway_series("3500000000-60000000x18 stale 2300000000-60000000x20",
+                                  "4000000000+60000000x18 stale 5200000000+60000000x20",
+                                  "0+60000000x18 stale 1200000000+60000000x20"),
+                   labels=labels_of(SLOT), value=2300),
+              Case("a failover to a server with less WAL: its position goes back, not a burst of WAL",
                    _runway_series("5000000000x40", "6000000000x40", "50000000000+60000000x20 40000000000+60000000x19"),
                    at="24m"),),
     ),
