@@ -23,7 +23,8 @@ STATE_FILE = "demo.json"
 APPLY_RATE = 2000
 """Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
 APPLY_LAG_THRESHOLD_SECONDS = 15
-DEMO_DURATIONS = {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s", "freshness_window": "15s"}
+DEMO_DURATIONS = {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s", "freshness_window": "15s",
+                  "recovery": "20s"}
 DEMO_THRESHOLDS = {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": 30,
                    "kafka_lag_seconds": 30, "debezium_lag_seconds": 30, "freshness_idle_proof_seconds": 10}
 DEMO_MIXIN = {"durations": DEMO_DURATIONS, "thresholds": DEMO_THRESHOLDS}

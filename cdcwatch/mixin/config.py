@@ -128,13 +128,17 @@ class Durations(StrictModel):
     loss_window: str = "10m"
     """How far back the alerts on lost or set-aside records look (skipped, dead-lettered, erroneous events): each
     stays firing this long after the last such record."""
+    recovery: str = "5m"
+    """How long a Kafka Connect connector's or task's alert (FAILED, PAUSED, UNASSIGNED) keeps firing once it runs
+    again (`keep_firing_for`): the alerts on its pipeline's staleness stay inhibited while it catches up with its
+    backlog, so a recovery does not page again."""
     scrape_gap: str = "2m"
     """How long the replication slot alerts read a slot's last values when its scrapes fail (a source too busy to
     answer within the target's deadline, which is when its WAL piles up): a failed scrape does not restart their
     `for`. At least two scrape intervals; a dropped slot's alert resolves this much later."""
 
     @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window", "abandoned",
-                     "loss_window", "scrape_gap")
+                     "loss_window", "recovery", "scrape_gap")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):

@@ -10,7 +10,7 @@ in the deployment the last two cannot be told apart: the stage is `delivery`.
 # ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
 
 from cdcwatch.mixin.alerts.examples import EXPORTER
-from cdcwatch.mixin.alerts.model import Alert, Case, Group
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, with_stages
 
 __all__ = ["GROUP"]
 
@@ -37,56 +37,49 @@ _STALE = "0+60x40"
 _FIRING = {"server": "inventory"}
 
 
-def _without_kafka(stages: frozenset[str]) -> str | None:
-    if "kafka" in stages:
-        return None
-    return """
-        label_replace(
-          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
-          and on (server)
-            time() - max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s,
-          "stage", "source", "", "")
-        or on (server)
-        label_replace(
-          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s,
-          "stage", "delivery", "", "")
-        """
+# the stage that stopped, one branch each; the connector and the sink tell apart only by the canary's topic in Kafka
+_STOPPED_STAGE, _STOPPED_STAGE_SHAPED = with_stages(
+    """
+    label_replace(
+      max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
+      and on (server)
+        time() - max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s,
+      "stage", "source", "", "")
+    """,
+    ("kafka", """
+    or on (server)
+    label_replace(
+      max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
+      and on (server)
+        time() - max by (server) (
+          cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
+          * on (server, topic) group_left ()
+            (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
+        ) > %(canary_age_seconds)s,
+      "stage", "connector", "", "")
+    or on (server)
+    label_replace(
+      max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
+      and on (server)
+        time() - max by (server) (
+          cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
+          * on (server, topic) group_left ()
+            (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
+        ) <= %(canary_age_seconds)s,
+      "stage", "sink", "", "")
+    """),
+    """
+    or on (server)
+    label_replace(
+      max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s,
+      "stage", "delivery", "", "")
+    """)
 
 
 ALERTS = (
     Alert(
         "CdcCanaryStale",
-        """
-        label_replace(
-          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
-          and on (server)
-            time() - max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s,
-          "stage", "source", "", "")
-        or on (server)
-        label_replace(
-          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
-          and on (server)
-            time() - max by (server) (
-              cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
-              * on (server, topic) group_left ()
-                (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
-            ) > %(canary_age_seconds)s,
-          "stage", "connector", "", "")
-        or on (server)
-        label_replace(
-          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
-          and on (server)
-            time() - max by (server) (
-              cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
-              * on (server, topic) group_left ()
-                (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
-            ) <= %(canary_age_seconds)s,
-          "stage", "sink", "", "")
-        or on (server)
-        label_replace(
-          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s,
-          "stage", "delivery", "", "")
-        """,
+        _STOPPED_STAGE,
         "critical", "critical",
         "The target of {{ $labels.server }} is stale: the {{ $labels.stage }} stopped",
         "The newest canary the target of {{ $labels.server }} holds is {{ $value | humanizeDuration }} old. The stage "
@@ -109,7 +102,7 @@ ALERTS = (
                    _canary(_STALE, kafka=None),
                    labels={**_FIRING, "stage": "delivery"}, value=1200),
               Case("a backlog of 4 minutes, the canary still landing", _canary("240x40"))),
-        shaped=_without_kafka,
+        shaped=_STOPPED_STAGE_SHAPED,
         fires_otherwise=(
             Case("without Kafka: the source writes the canary, the target's has stood 20 minutes old",
                  _canary("1200x40", kafka=None), labels={**_FIRING, "stage": "delivery"}, value=1200),),

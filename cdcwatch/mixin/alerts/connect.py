@@ -64,6 +64,7 @@ ALERTS = (
         fires=Case("failed", {f"cdcwatch_connect_task_failure_info{{{_TASK},{_EXCEPTION}}}": "1x40"},
                    labels=labels_of(_TASK, _EXCEPTION), value=1),
         quiet=Case("not failed", {f"cdcwatch_connect_task_failure_info{{{_TASK},{_EXCEPTION}}}": "0x40"}),
+        through_recovery=True,
     ),
     Alert(
         "CdcConnectConnectorFailed",
@@ -75,6 +76,7 @@ ALERTS = (
         fires=Case("failed", {f'{_CONNECTOR_FAILED}{{{CONNECT},{_CLASS_NOT_FOUND}}}': "1x40"},
                    labels=labels_of(CONNECT, _CLASS_NOT_FOUND), value=1),
         quiet=Case("not failed", {f'{_CONNECTOR_FAILED}{{{CONNECT},{_CLASS_NOT_FOUND}}}': "0x40"}),
+        through_recovery=True,
     ),
     Alert(
         "CdcConnectTaskNotRunning",
@@ -102,7 +104,15 @@ ALERTS = (
         more=(Case("a paused connector pauses its tasks: one alert, the connector's", {
             f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x40",
             f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x40"},
-            labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),),
+            labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
+              Case("resumed a minute ago after 19 minutes paused: firing on while its pipeline catches up", {
+                  f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
+                  f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"},
+                  labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
+              Case("resumed 6 minutes ago: resolved", {
+                  f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
+                  f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"}, at="25m")),
+        through_recovery=True,
     ),
     Alert(
         "CdcConnectRecordsSkipped",

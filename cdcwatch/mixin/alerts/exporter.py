@@ -2,11 +2,13 @@
 configuration and limits."""
 
 from cdcwatch.mixin.alerts.examples import EXPORTER, SPARK
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of, with_stages
 
 __all__ = ["GROUP"]
 
 _DRIVER = SPARK.split(",query")[0]
+_ENDPOINT_DOWN, _ENDPOINT_DOWN_SHAPED = with_stages("up{%(cdcwatch)s} == 0", ("spark", "or up{%(spark)s} == 0"))
+"""The exporter or (where the apply job is deployed) the Spark listener does not answer Prometheus."""
 
 ALERTS = (
     Alert(
@@ -40,7 +42,7 @@ ALERTS = (
     ),
     Alert(
         "CdcwatchEndpointDown",
-        "up{%(cdcwatch)s} == 0 or up{%(spark)s} == 0",
+        _ENDPOINT_DOWN,
         "warning", "critical",
         "Prometheus cannot scrape {{ $labels.job }} at {{ $labels.instance }}",
         "{{ $labels.instance }} ({{ $labels.job }}) has not answered Prometheus for %(for)s: its metrics, and every "
@@ -50,7 +52,7 @@ ALERTS = (
         quiet=Case("both answer", {f"up{{{_DRIVER}}}": "1x40", f"up{{{EXPORTER}}}": "1x40"}),
         more=(Case("the driver does not answer", {f"up{{{_DRIVER}}}": "0x40", f"up{{{EXPORTER}}}": "1x40"},
                    labels=labels_of(_DRIVER), needs=frozenset({"spark"})),),
-        shaped=lambda stages: None if "spark" in stages else "up{%(cdcwatch)s} == 0",
+        shaped=_ENDPOINT_DOWN_SHAPED,
     ),
     Alert(
         "CdcwatchEndpointAbsent",

@@ -4,7 +4,7 @@ whose newest change is old."""
 # ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
 
 from cdcwatch.mixin.alerts.examples import SPARK, TOPIC
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of, with_stages
 
 __all__ = ["GROUP"]
 
@@ -44,6 +44,18 @@ RECORDINGS = (
               "max by (job, instance, target, group, topic, server) (cdcwatch_kafka_consumergroup_topic_retention_used_ratio{%(cdcwatch)s})",
               Case("one topic", {f"{_USED}{{{TOPIC}}}": "0.75x40"}, labels=labels_of(TOPIC), value=0.75)),
 )
+
+# the newest change in Kafka is old, unless a heartbeat the apply job applied since shows the source idle (without
+# the apply job, Kafka's own reading alone)
+_DATA_TOO_OLD, _DATA_TOO_OLD_SHAPED = with_stages(
+    """
+    time() - max by (job, instance, target, server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}) > %(kafka_data_age_seconds)s
+    """,
+    ("spark", """
+    unless on (server)
+      time() - max by (server) (cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds{%(spark)s}) < %(kafka_data_age_seconds)s
+    """))
+
 
 ALERTS = (
     Alert(
@@ -171,11 +183,7 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaDataTooOld",
-        """
-        time() - max by (job, instance, target, server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}) > %(kafka_data_age_seconds)s
-        unless on (server)
-          time() - max by (server) (cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds{%(spark)s}) < %(kafka_data_age_seconds)s
-        """,
+        _DATA_TOO_OLD,
         "warning", "warning",
         "The newest change of {{ $labels.server }} in Kafka is old",
         "The newest change any topic of {{ $labels.server }} holds was committed {{ $value | humanizeDuration }} ago "
@@ -189,10 +197,7 @@ ALERTS = (
                    {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_NEWEST}{{{_HEARTBEATS}}}": "0+60x100",
                     f"{_SPARK_HEARTBEAT}{{{_SPARK}}}": "0x100"}, at="80m"),
         since="61m", boundary_value=61 * 60 + 10 * 60,
-        # without the apply job, Kafka's own reading alone
-        shaped=lambda stages: None if "spark" in stages else """
-        time() - max by (job, instance, target, server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}) > %(kafka_data_age_seconds)s
-        """,
+        shaped=_DATA_TOO_OLD_SHAPED,
         more=(Case("an idle source whose heartbeat topic is not collected: the heartbeats Spark applied show it idle",
                    {f"{_NEWEST}{{{_PARTITION}}}": "0x100", f"{_SPARK_HEARTBEAT}{{{_SPARK}}}": "0+60x100"}, at="80m",
                    needs=frozenset({"spark"})),

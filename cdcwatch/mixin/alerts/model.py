@@ -24,7 +24,7 @@ Shaped = Callable[[frozenset[str]], str | None]
 """The expression for a deployment's stages (`Stages.enabled()`), one of the rule's literal blocks: None for the
 rule's own `expr`, "" when the deployment has nothing to compute."""
 
-__all__ = ["IDLE_PROOFS", "Alert", "Case", "Group", "Recording", "labels_of", "promql"]
+__all__ = ["IDLE_PROOFS", "Alert", "Case", "Group", "Recording", "labels_of", "promql", "with_stages"]
 
 IDLE_PROOFS = frozenset({"postgres", "mysql", "kafka", "spark"})
 """Stages whose series can prove a capture without events idle (`server:cdcwatch_capture_idle_proof:bool`: the
@@ -35,6 +35,24 @@ def promql(block: str) -> str:
     """A literal block as the rule file has it: without the indentation of the code around it and the blank first
     and last lines of a triple-quoted string."""
     return textwrap.dedent(block).strip()
+
+
+def with_stages(*parts: str | tuple[str, str]) -> tuple[str, Shaped]:
+    """An expression written as literal parts, some of them (`(stage, part)`) only where that stage is deployed:
+    the whole expression and its `shaped` for the deployments without some of them, each part written once. The
+    parts keep their indentation relative to each other."""
+    texts = [part if isinstance(part, str) else part[1] for part in parts]
+    needs = [None if isinstance(part, str) else part[0] for part in parts]
+
+    def joined(kept: list[str]) -> str:
+        return promql("\n".join(line for text in kept for line in text.splitlines() if line.strip()))
+
+    def shaped(stages: frozenset[str]) -> str | None:
+        if all(stage is None or stage in stages for stage in needs):
+            return None
+        return joined([text for text, stage in zip(texts, needs, strict=True) if stage is None or stage in stages])
+
+    return joined(texts), shaped
 
 
 def _shape(expr: str, shaped: Shaped | None, stages: frozenset[str]) -> str:
@@ -119,6 +137,10 @@ class Alert:
     fires_otherwise: tuple[Case, ...] = field(default_factory=tuple)
     """Firing cases for the deployments that cannot show `fires` (it needs a stage they lack): the first such a
     deployment can show stands in for it, with its own `since`."""
+    through_recovery: bool = False
+    """An outage whose alert inhibits the alerts on its pipeline's staleness: it keeps firing for
+    `durations.recovery` once its condition ends (`keep_firing_for`), so they stay inhibited while the pipeline
+    catches up with its backlog, and page only if it is still stale then."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "expr", promql(self.expr))

@@ -49,7 +49,7 @@ are left out.
 from dataclasses import replace
 
 from cdcwatch.mixin.alerts.examples import CONNECT, DBZ, EXPORTER, SLOT, SPARK, TOPIC
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, with_stages
 
 __all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
 
@@ -200,33 +200,37 @@ def _canary_state(why: str, value: float, series: dict[str, str]) -> Case:
     return Case(why, series, labels={**_PIPELINE, "stage": "apply"}, value=value)
 
 
-def _canary_without_spark(stages: frozenset[str]) -> str | None:
-    """Without the Spark stage nothing else records the apply stage: the canary's chain alone."""
-    if "spark" in stages:
-        return None
-    return """
-        (
-          max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) - max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}) >= %(freshness_idle_proof_seconds)s
-          unless on (server)
-            max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-        ) * 0 + 4
-        or
-        (
-          max by (server) (deriv(cdcwatch_canary_target_age_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-          and on (server)
-            max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
-          and on (server)
-            max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-        ) * 0 + 3
-        or
-        (
+# apply from the canary: stalled, backlogged, flowing, idle; a server the Spark listener reports for keeps its state
+_CANARY_APPLY, _CANARY_APPLY_SHAPED = with_stages(
+    """
+    (
+      (
+        max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) - max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}) >= %(freshness_idle_proof_seconds)s
+        unless on (server)
           max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-        ) * 0 + 2
-        or
-        (
-          max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s})
-        ) * 0 + 1
-        """
+      ) * 0 + 4
+      or
+      (
+        max by (server) (deriv(cdcwatch_canary_target_age_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+        and on (server)
+          max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
+        and on (server)
+          max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+      ) * 0 + 3
+      or
+      (
+        max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
+      ) * 0 + 2
+      or
+      (
+        max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s})
+      ) * 0 + 1
+    )
+    """,
+    ("spark", """
+    unless on (server)
+      max by (server) (last_over_time(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(memory)s]))
+    """))
 
 
 # The evidence each stage's state is built on, then the state of each stage (one rule each, `stage` their label),
@@ -506,37 +510,11 @@ RECORDINGS = (
                    labels={**_PIPELINE, "stage": "apply"}, value=2),
               pipeline=True, match=("server", "stage"), labels={"stage": "apply"},
               more=(Case("a Spark query before its first event: no state", {f'{_CHANGES}{{{SPARK},server=""}}': "0x40"}),)),
-    # apply without the Spark listener: the canary (a server the listener reports for keeps the listener's state)
-    Recording("server_stage:cdcwatch_freshness:code", """
-        (
-          (
-            max by (server) (cdcwatch_canary_source_timestamp_seconds{%(cdcwatch)s}) - max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}) >= %(freshness_idle_proof_seconds)s
-            unless on (server)
-              max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-          ) * 0 + 4
-          or
-          (
-            max by (server) (deriv(cdcwatch_canary_target_age_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-            and on (server)
-              max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
-            and on (server)
-              max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-          ) * 0 + 3
-          or
-          (
-            max by (server) (changes(cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s}[%(freshness_window)s])) > 0
-          ) * 0 + 2
-          or
-          (
-            max by (server) (cdcwatch_canary_target_timestamp_seconds{%(cdcwatch)s})
-          ) * 0 + 1
-        )
-        unless on (server)
-          max by (server) (last_over_time(cdcwatch_spark_changes_total{%(spark)s, server!=""}[%(memory)s]))
-        """,
+    # apply without the Spark listener: the canary
+    Recording("server_stage:cdcwatch_freshness:code", _CANARY_APPLY,
               _canary_state("the target's canary lands every interval: flowing", 2,
                             _canary("0+60x40", "5x40")),
-              pipeline=True, match=("server", "stage"), labels={"stage": "apply"}, shaped=_canary_without_spark,
+              pipeline=True, match=("server", "stage"), labels={"stage": "apply"}, shaped=_CANARY_APPLY_SHAPED,
               more=(_canary_state("the source writes canaries, the target's newest stands 20 minutes old: stalled", 4,
                                   _canary("0x40", "0+60x40")),
                     _canary_state("the target's canary moves, 10 minutes late and later each minute: backlogged", 3,
