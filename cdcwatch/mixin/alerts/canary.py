@@ -10,7 +10,7 @@ in the deployment the last two cannot be told apart: the stage is `delivery`.
 # ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
 
 from cdcwatch.mixin.alerts.examples import EXPORTER
-from cdcwatch.mixin.alerts.model import Alert, Case, Group, with_stages
+from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, with_stages
 
 __all__ = ["GROUP"]
 
@@ -37,6 +37,20 @@ _STALE = "0+60x40"
 _FIRING = {"server": "inventory"}
 
 
+RECORDINGS = (
+    # how old the newest canary change in Kafka is: the topics that carry a canary (its interval names them)
+    Recording("server:cdcwatch_canary_kafka_age_seconds:min", """
+        time() - max by (server) (
+          cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
+          * on (server, topic) group_left ()
+            (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
+        )
+        """,
+              Case("the canary's topic got its newest change at the start", _canary(_STALE, kafka="0x40"),
+                   labels=_FIRING, value=1200),
+              pipeline=True),
+)
+
 # the stage that stopped, one branch each; the connector and the sink tell apart only by the canary's topic in Kafka
 _STOPPED_STAGE, _STOPPED_STAGE_SHAPED = with_stages(
     """
@@ -51,21 +65,13 @@ _STOPPED_STAGE, _STOPPED_STAGE_SHAPED = with_stages(
     label_replace(
       max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
       and on (server)
-        time() - max by (server) (
-          cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
-          * on (server, topic) group_left ()
-            (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
-        ) > %(canary_age_seconds)s,
+        server:cdcwatch_canary_kafka_age_seconds:min > %(canary_age_seconds)s,
       "stage", "connector", "", "")
     or on (server)
     label_replace(
       max by (server) (cdcwatch_canary_target_age_seconds{%(cdcwatch)s}) > %(canary_age_seconds)s
       and on (server)
-        time() - max by (server) (
-          cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}
-          * on (server, topic) group_left ()
-            (0 * max by (server, topic) (cdcwatch_canary_interval_seconds{%(cdcwatch)s}) + 1)
-        ) <= %(canary_age_seconds)s,
+        server:cdcwatch_canary_kafka_age_seconds:min <= %(canary_age_seconds)s,
       "stage", "sink", "", "")
     """),
     """
@@ -109,4 +115,4 @@ ALERTS = (
     ),
 )
 
-GROUP = Group("cdcwatch-canary", (), ALERTS)
+GROUP = Group("cdcwatch-canary", RECORDINGS, ALERTS)
