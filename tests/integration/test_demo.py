@@ -126,9 +126,7 @@ def scenario_fires_and_resolves(demo, name: str) -> None:
         with urllib.request.urlopen(notification["runbook_url"], timeout=10) as response:
             assert f'id="{notification["alert"].lower()}"' in response.read().decode()
     # e.g. a worker that died: the Debezium target of its JVM fails too, and its CdcwatchTargetDown must not page
-    # while the fault lasts, up to the recovery (once the covering alert resolves, Alertmanager lifts its inhibition:
-    # an alert still firing behind it may notify in that same instant, even before the resolved notification of the
-    # covering one arrives; a race of recovery the rules do not close yet)
+    # while the fault lasts, nor while the pipeline catches up after it
     assert not covered_paged_before_the_all_clear(report, scenario), report["notifications"]
     if name == "connector-crash":
         assert report["duplicates_counted"] > 0, "the replay after kill -9 was not counted as duplicates"

@@ -18,6 +18,9 @@ _SERVER = f'{EXPORTER},target="connect",server="inventory"'
 
 _WORKER = f'{EXPORTER},collector="connect",target="connect"'
 _WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
+_RESUMED = {f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
+            f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"}
+"""A connector (and its task) paused for 19 minutes, running again from the 19th."""
 _FAILURES = ("{{ range printf `max by (failure) (cdcwatch_target_failure_info{job=%%q, instance=%%q, target=%%q})` "
              '$labels.job $labels.instance $labels.target | query | sortByLabel "failure" }} ({{ .Labels.failure }}){{ end }}')
 """How the worker's collections fail now, as " (refused)": one per kind of failure."""
@@ -105,13 +108,9 @@ ALERTS = (
             f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x40",
             f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x40"},
             labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
-              Case("resumed a minute ago after 19 minutes paused: firing on while its pipeline catches up", {
-                  f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
-                  f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"},
-                  labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
-              Case("resumed 6 minutes ago: resolved", {
-                  f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
-                  f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"}, at="25m")),
+              Case("resumed a minute ago after 19 minutes paused: firing on while its pipeline catches up", _RESUMED,
+                   labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
+              Case("resumed 6 minutes ago: resolved", _RESUMED, at="25m")),
         through_recovery=True,
     ),
     Alert(

@@ -86,8 +86,8 @@ ALERTS = (
         since="1m", boundary_value=10000000000 - 50000000 * 11 - 50000000 / 60 * 21600,
     ),
     # the runway alerts are gated on a slot holding more WAL than it has left (a slot that keeps up holds little);
-# the slot alerts read a slot's last values through failed scrapes (scrape_gap): a source too busy to answer is the
-# source whose WAL piles up, and one timed-out scrape must not restart their `for`
+    # the slot alerts read a slot's last values through failed scrapes (scrape_gap): a source too busy to answer is
+    # the source whose WAL piles up, and one timed-out scrape must not restart their `for`
     Alert(
         "CdcPostgresSlotRunwayShort",
         """
