@@ -68,7 +68,7 @@ import yaml  # noqa: E402
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import OffsetSpec  # noqa: E402
 
-from bench.kafka_peers import KMINION, PEERS, Exporter, GroupPartition, peer_binaries, start_cdcwatch, start_peer  # noqa: E402
+from bench.kafka_peers import KMINION, PEERS, Exporter, GroupPartition, peer_binaries, start_cdcwatch, start_peer, start_replay  # noqa: E402
 from bench.plots import save_percentile_panels, save_timing_panels  # noqa: E402
 from bench.procstat import CpuTrace, cpu_seconds, peak_rss_mib  # noqa: E402
 from bench.prometheus_scrape import INTERVAL, PrometheusScraper, Window, job_name  # noqa: E402
@@ -97,6 +97,7 @@ CDCWATCH_AS_KMINION = "cdcwatch, lag in messages only"
 AS_KMINION = {"lag_seconds": False, "freshness": False, "retention": False, "committed_offsets": False,
               "status": {"enabled": False}}
 """What leaves cdcwatch with kminion's information: lag in messages per group partition, and the topics' offsets."""
+TEXT_0_0_4 = "text/plain;version=0.0.4"
 UNCOMMITTED: tuple[int, int] = (0, 0)
 """(group number, partition) left without a commit."""
 
@@ -232,6 +233,8 @@ class Contender:
         self.phases: dict[str, Phase] = {}
         self.prometheus: dict[str, PrometheusPhase] = {}
         self.collections: list[float] = []
+        self.cdcwatch = exporter.peer is None and not exporter.replay
+        """A running cdcwatch (its own series are read too)."""
 
     def record(self, phase: str, window: Window, prometheus: PrometheusScraper, trace: CpuTrace) -> None:
         """A Prometheus window's counted scrapes of this exporter, with the CPU it and Prometheus used over them."""
@@ -244,7 +247,7 @@ class Contender:
             figures.cpu_seconds += trace.spent(self.name, first, last)
             figures.prometheus_cpu_seconds += trace.spent(PROMETHEUS, first, last)
             figures.cpu_scrapes += len(counted) - 1
-        if self.exporter.peer is None:
+        if self.cdcwatch:
             stamps = {s.timestamp for s in counted}
             selector = f'{{job="{self.job}",collector="kafka",target="bench"}}'
             ups = [v for points in prometheus.raw(f"cdcwatch_up{selector}", window.started).values()
@@ -256,7 +259,7 @@ class Contender:
 
     def values(self) -> Values:
         values = parse(self.fetch().decode())
-        if self.exporter.peer is None:
+        if self.cdcwatch:
             assert value(values, "cdcwatch_up", collector="kafka", target="bench") == 1, \
                 f"{self.name}: the kafka collection failed"
         return values
@@ -272,7 +275,7 @@ class Contender:
         figures.text_bytes, figures.sent_bytes = len(body), self.fetch.sent_bytes
         values = parse(body.decode())
         figures.series = len(values)
-        if self.exporter.peer is None:
+        if self.cdcwatch:
             assert value(values, "cdcwatch_up", collector="kafka", target="bench") == 1, \
                 f"{self.name}: the kafka collection failed"
             self.collections.append(
@@ -373,7 +376,7 @@ def prometheus_report(contenders: list[Contender], phases: list[str], prometheus
             print(f"{contender.name:<34}{statistics.median(seconds):>7.3f}{percentile(seconds, 0.95):>7.3f}"
                   f"{f'{figures.up}/{len(seconds)}':>7}{statistics.median([s.samples for s in figures.scrapes]):>9.0f}"
                   f"{figures.cpu_per_scrape:>11.3f}{peak_rss_mib(contender.exporter.pid):>14.0f}{prometheus_cpu:>23.3f}")
-            if contender.exporter.peer is None and figures.collections:
+            if contender.cdcwatch and figures.collections:
                 print(f"{'':<34}its kafka collection p50 {statistics.median(figures.collections):.3f}s "
                       f"(cdcwatch_scrape_duration_seconds), not up in {figures.collection_down} counted scrapes")
 
@@ -382,7 +385,7 @@ def answered_formats(contenders: list[Contender]) -> None:
     """What each cdcwatch answered in, by format (its `cdcwatch_metrics_responses_total`): Prometheus' scrapes in
     the format Prometheus negotiated, the Python scraper's (and this look-up's) in text 0.0.4."""
     for contender in contenders:
-        if contender.exporter.peer is None:
+        if contender.cdcwatch:
             values = parse(contender.fetch().decode())
             counts = {dict(labels).get("format", "?"): number for (name, labels), number in values.items()
                       if name == "cdcwatch_metrics_responses_total"}
@@ -605,6 +608,10 @@ def main() -> None:
     parser.add_argument("--side-by-side", action="store_true",
                         help="time each scrape with the other exporters running, not paused (Burrow's background reads "
                              "then load every other exporter's scrapes)")
+    parser.add_argument("--replay", action="store_true",
+                        help="Prometheus also scrapes a replay of cdcwatch's and kminion's recorded answers (cdcwatch's "
+                             "in OpenMetrics, as Prometheus gets it, and in text 0.0.4): Prometheus' own share of each "
+                             "scrape (bench/replay.py)")
     parser.add_argument("--profile", action="store_true",
                         help="also print where an in-process collection and its answer spend their time, per stage")
     args = parser.parse_args()
@@ -668,10 +675,21 @@ def main() -> None:
             for contender in contenders:
                 contender.values()
 
+        replays: list[Contender] = []
+        if prometheus is not None and trace is not None and args.replay:
+            replayed = [c.exporter for c in contenders if c.name in (CDCWATCH, KMINION.name)]
+            started = [start_replay(e, work) for e in replayed]
+            started += [start_replay(e, work, TEXT_0_0_4, ", text 0.0.4") for e in replayed if e.name == CDCWATCH]
+            exporters.extend(started)
+            replays = [Contender(e) for e in started]
+            trace.watch({c.name: c.exporter.pid for c in replays})
+            print(f"replayed (the answer each gave just now, from bench/replay.py): {', '.join(c.name for c in replays)}")
+
         def scrape_phase(phase: str, extra: Callable[[], object] | None = None,
                          extra_seconds: list[float] | None = None) -> None:
             if prometheus is not None and trace is not None:
-                run_prometheus_phase(phase, contenders, prometheus, trace, args.scrapes, args.window, args.side_by_side)
+                run_prometheus_phase(phase, contenders + replays, prometheus, trace, args.scrapes, args.window,
+                                     args.side_by_side)
             if PYTHON in scrapers:
                 run_phase(phase, contenders, args.scrapes, args.side_by_side, extra, extra_seconds)
 
@@ -692,7 +710,7 @@ def main() -> None:
             print(f"\noffsets moving: {len(mover_rounds)} rounds of writes and commits, each taking p50 "
                   f"{statistics.median(mover_rounds):.2f}s (max {max(mover_rounds):.2f}s), then a second's pause")
         if prometheus is not None:
-            prometheus_report(contenders, phases, prometheus, args.window, args.side_by_side)
+            prometheus_report(contenders + replays, phases, prometheus, args.window, args.side_by_side)
         if PYTHON in scrapers:
             report(contenders, phases, args.scrapes)
             if tool:

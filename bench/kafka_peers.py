@@ -8,6 +8,7 @@ Their binaries are found in the folder named by CDCWATCH_PEERS_BIN (or --peers-b
 
 from __future__ import annotations
 
+import http.client
 import os
 import sys
 from dataclasses import dataclass
@@ -68,9 +69,11 @@ def peer_binaries(folder: str | None) -> dict[Peer, Path]:
 class Exporter:
     """A running exporter: its name in the tables, its /metrics URL, its process, and its lag per group partition."""
 
-    def __init__(self, name: str, peer: Peer | None, process: ServerProcess, port: int) -> None:
+    def __init__(self, name: str, peer: Peer | None, process: ServerProcess, port: int, replay: bool = False) -> None:
         self.name = name
         self.peer = peer
+        self.replay = replay
+        """A recorded answer of `peer` (None: of cdcwatch) replayed (bench/replay.py)."""
         self.process = process
         self.url = f"http://127.0.0.1:{port}/metrics"
 
@@ -108,6 +111,32 @@ def start_cdcwatch(name: str, bootstrap: str, work: Path, **settings: Any) -> Ex
     process.start([sys.executable, "-m", "cdcwatch.cli", "serve", "--config", str(config)], lambda: port_open(port),
                   timeout=30, env=python_env(), cwd=REPO)
     return Exporter(name, None, process, port)
+
+
+PROMETHEUS_2_ACCEPT = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                       "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+"""The Accept header Prometheus 2.42 sends with every scrape."""
+
+
+def start_replay(exporter: Exporter, work: Path, accept: str = PROMETHEUS_2_ACCEPT, label: str = "") -> Exporter:
+    """bench/replay.py answering with what `exporter` answers now to `accept` (gzip asked for, as Prometheus asks):
+    the same bytes and headers from a server that does nothing else (see bench/replay.py)."""
+    connection = http.client.HTTPConnection("127.0.0.1", int(exporter.url.split(":")[2].split("/")[0]), timeout=60)
+    try:
+        connection.request("GET", "/metrics", headers={"Accept": accept, "Accept-Encoding": "gzip"})
+        answer = connection.getresponse()
+        body, content_type, encoding = answer.read(), answer.getheader("Content-Type", ""), answer.getheader("Content-Encoding")
+    finally:
+        connection.close()
+    name = f"replay of {exporter.name}{label}"
+    stem = work / name.replace(" ", "_").replace(",", "")
+    stem.with_suffix(".body").write_bytes(body)
+    port = free_port()
+    process = ServerProcess(name, stem.with_suffix(".log"))
+    process.start([sys.executable, "-m", "bench.replay", "--port", str(port), "--body", str(stem.with_suffix(".body")),
+                   "--content-type", content_type, *(["--gzip"] if encoding == "gzip" else [])],
+                  lambda: port_open(port), timeout=30, env=python_env(), cwd=REPO)
+    return Exporter(name, exporter.peer, process, port, replay=True)
 
 
 def start_peer(peer: Peer, binary: Path, bootstrap: str, work: Path) -> Exporter:

@@ -63,7 +63,7 @@ class CpuTrace:
         """One sample now (the trace reaches the present: call it before reading spans that end just now)."""
         before = time.time()
         read: dict[str, float] = {}
-        for who, pid in self.pids.items():
+        for who, pid in list(self.pids.items()):
             try:
                 read[who] = cpu_seconds([pid])
             except (OSError, IndexError, ValueError):  # exited
@@ -71,8 +71,16 @@ class CpuTrace:
         moment = (before + time.time()) / 2
         with self._lock:
             self.times.append(moment)
+            for who, figures in self.cpu.items():  # one watched since the reading: its last figure again
+                figures.append(read.get(who, figures[-1] if figures else 0.0))
+
+    def watch(self, pids: dict[str, int]) -> None:
+        """Trace these processes too from now on (before now, they count as having used no CPU since their start)."""
+        read = {who: cpu_seconds([pid]) for who, pid in pids.items()}
+        with self._lock:
+            self.pids.update(pids)
             for who, seconds in read.items():
-                self.cpu[who].append(seconds)
+                self.cpu[who] = [seconds] * len(self.times)
 
     def at(self, who: str, moment: float) -> float:
         """The CPU seconds `who` had used at `moment` (Unix seconds), interpolated between the samples around it."""

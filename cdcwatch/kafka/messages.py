@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -18,7 +18,7 @@ from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.events import EventDecodeError, decode
 from cdcwatch.kafka.cluster import client_settings
 
-__all__ = ["At", "BoundedCache", "Lookup", "MessageReader", "NewestChange"]
+__all__ = ["At", "BoundedCache", "Lookup", "MessageReader", "NewestChange", "forget_passed"]
 
 At = tuple[str, int, int]  # topic, partition, offset
 K = TypeVar("K")
@@ -40,6 +40,13 @@ class BoundedCache(Generic[K, V]):
 
     def __contains__(self, key: K) -> bool:
         return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def retain(self, keep: Callable[[K], bool]) -> None:
+        """Forget every entry whose key `keep` refuses (the others keep their order)."""
+        self._entries = OrderedDict((key, value) for key, value in self._entries.items() if keep(key))
 
     def put(self, key: K, value: V) -> None:
         self._entries[key] = value
@@ -87,6 +94,22 @@ CONSUME_BATCH = 1000
 WAKE_TIMEOUT_SECONDS = 0.5
 SEEK_GAP = 500
 """Read through gaps up to this many messages between two wanted offsets of a partition; seek over longer ones."""
+CACHE_SLACK = 1024
+"""A cache holds up to twice what one read wants, plus this, before the messages every reader has passed go."""
+
+
+def forget_passed(cache: BoundedCache[At, V], wanted: set[At]) -> None:
+    """Drop the messages behind every wanted offset of their partition (and those of partitions nothing is wanted
+    of now), once `cache` holds more than twice what this read wanted: a group moves forward, so nobody asks for
+    them again (a group that rewinds reads them anew). Without it, moving offsets fill the cache to its size with
+    messages passed long ago (100,000 each: tens of MiB)."""
+    if len(cache) <= 2 * len(wanted) + CACHE_SLACK:
+        return
+    floor: dict[tuple[str, int], int] = {}
+    for topic, partition, offset in wanted:
+        if offset < floor.get((topic, partition), offset + 1):
+            floor[(topic, partition)] = offset
+    cache.retain(lambda at: at[2] >= floor.get((at[0], at[1]), at[2] + 1))
 
 
 class MessageReader:
@@ -129,6 +152,8 @@ class MessageReader:
                     self.newest.put(at, NewestChange(event.commit_time, event.server))
                 except EventDecodeError:
                     self.newest.put(at, NewestChange(None, None))
+        forget_passed(self.timestamps, wanted_stamps)
+        forget_passed(self.newest, wanted_newest)
         stamps = {at: None if stamp == _NO_TIMESTAMP else stamp
                   for at in wanted_stamps if (stamp := self.timestamps.get(at)) is not None}
         return Lookup(stamps, {at: change for at in wanted_newest if (change := self.newest.get(at)) is not None})

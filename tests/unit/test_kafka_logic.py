@@ -22,7 +22,7 @@ from cdcwatch.families import RenderedFamily
 from cdcwatch.kafka.cluster import ClusterState, GroupState, Retention, RetentionSettings, retention_of
 from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.kafka.interpolation import EndOffsetHistory
-from cdcwatch.kafka.messages import At, BoundedCache, Lookup, NewestChange
+from cdcwatch.kafka.messages import CACHE_SLACK, At, BoundedCache, Lookup, MessageReader, NewestChange
 from cdcwatch.kafka.status import ConsumerStatus, StatusWindow, WindowSample
 
 
@@ -107,6 +107,49 @@ def test_bounded_cache_forgets_the_least_recently_used() -> None:
     assert cache.get("a") == 1
     cache.put("c", 3)
     assert "b" not in cache and cache.get("a") == 1 and cache.get("c") == 3
+
+
+class _Message:
+    """A message as MessageReader reads it: its offset's broker timestamp."""
+
+    def __init__(self, at: At) -> None:
+        self.at = at
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1000 * (self.at[2] + 1)
+
+    def key(self) -> None:
+        return None
+
+    def value(self) -> bytes:
+        return b"{}"  # no Debezium event: its newest change names no source
+
+
+def test_moving_offsets_leave_no_message_behind_in_the_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups that move on every scrape ask for new offsets each time: the caches keep what is asked for again
+    (an offset a group stays at, one another group still has to reach) and forget what every group has passed,
+    instead of filling up to their size."""
+    reader = MessageReader(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1"))
+    fetched: list[list[At]] = []
+
+    def fetch(wanted: list[At], deadline: float, leaders: Any) -> dict[At, _Message]:
+        fetched.append(sorted(wanted))
+        return {at: _Message(at) for at in wanted}
+
+    monkeypatch.setattr(reader, "_fetch", fetch)
+    partitions = CACHE_SLACK  # enough that the old offsets outgrow the slack
+    for step in range(10):
+        # two groups per partition: one at `step`, one 3 behind; each partition's newest message moves too
+        wanted = [("t", p, offset) for p in range(partitions) for offset in (step, step - 3) if offset >= 0]
+        found = reader.read(wanted, [("t", p, step) for p in range(partitions)], deadline=time.monotonic() + 10)
+        assert found.timestamps == {at: (at[2] + 1.0, "timestamp") for at in wanted}
+        assert len(reader.timestamps) <= 2 * len(set(wanted)) + CACHE_SLACK
+        assert len(reader.newest) <= 2 * partitions + CACHE_SLACK
+    # the group behind reaches offsets the one ahead asked for three scrapes before: read once, not again
+    assert [at for at in fetched[-1] if at[2] == 6] == []
+    assert {at[2] for at in reader.timestamps._entries} == set(range(6, 10))  # nothing behind the slower group
+    assert {at[2] for at in reader.newest._entries} == {9}
+    reader.close()
 
 
 def test_every_kafka_metric_documents_its_labels() -> None:
