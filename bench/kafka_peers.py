@@ -100,11 +100,13 @@ class Exporter:
         self.process.stop()
 
 
-def start_cdcwatch(name: str, bootstrap: str, work: Path, **settings: Any) -> Exporter:
-    """`cdcwatch serve` on one cluster (`bench`), partition granularity unless `settings` (the cluster's) say otherwise."""
+def start_cdcwatch(name: str, bootstrap: str, work: Path, limits: dict[str, Any] | None = None,
+                   **settings: Any) -> Exporter:
+    """`cdcwatch serve` on one cluster (`bench`), partition granularity unless `settings` (the cluster's) say otherwise;
+    `limits`: the exporter's `limits:` section, if not its defaults."""
     port = free_port()
-    config = work / f"{name.replace(' ', '_')}.yml"
-    config.write_text(exporter_config(listen=listen(port), kafka=[
+    config = work / f"{name.replace(' ', '_').replace(',', '')}.yml"
+    config.write_text(exporter_config(listen=listen(port), limits=limits, kafka=[
         kafka_cluster("bench", bootstrap, timeout_seconds=30, **{"granularity": "partition", **settings})]),
         encoding="utf-8")
     process = ServerProcess(name, config.with_suffix(".log"))

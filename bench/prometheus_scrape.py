@@ -3,8 +3,9 @@ its default scrape settings but for the interval, the figures read back from Pro
 
 Prometheus asks as it asks any target: its own Accept header (OpenMetrics first), gzip, a kept-alive connection, its
 default scrape timeout (10 s, which Prometheus caps at the interval: with the 5 s interval here, 5 s). For each scrape
-it writes `up`, `scrape_duration_seconds` (the request until the whole answer is read and decompressed, before its
-samples are stored) and `scrape_samples_scraped`; the benchmarks read those over the HTTP API
+it writes `up`, `scrape_duration_seconds` (the request until the answer is read, decompressed, parsed and its samples
+appended: Prometheus reports it once the append is done, so it grows with the samples however fast the target
+answers; bench/replay.py measures that share) and `scrape_samples_scraped`; the benchmarks read those over the HTTP API
 (`PrometheusServer.scrapes`).
 
 The benchmarks scrape in windows: Prometheus' configuration holds only the jobs being measured (reloaded between

@@ -29,7 +29,7 @@ from cdcwatch.collection import Collection, TargetCollector
 from cdcwatch.collectors import COLLECTORS, Registry, registered
 from cdcwatch.config import Config
 from cdcwatch.failures import FailureKind, describe
-from cdcwatch.families import FamilyBuilder, merged, sample_count
+from cdcwatch.families import FamilyBuilder, head, merged, sample_count
 from cdcwatch.self_metrics import (
     BUILD_INFO,
     CONFIG_LAST_RELOAD_SUCCESS_TIMESTAMP_SECONDS,
@@ -257,10 +257,10 @@ class Exporter:
             return collection
         room, families = self._max_series, []
         for family in collection.families:
-            kept = Metric(family.name, family.documentation, family.type)
-            kept.samples = family.samples[:room]
-            room -= len(kept.samples)
-            if kept.samples:
+            kept = head(family, room)
+            count = sample_count(kept)
+            room -= count
+            if count:
                 families.append(kept)
         with self._lock:
             first = (name, target) not in self._dropped

@@ -18,7 +18,6 @@ import logging
 import re
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from itertools import groupby, islice
@@ -230,7 +229,9 @@ class KafkaCollector:
         self.messages = MessageReader(cluster)
         self._fetcher = ThreadPoolExecutor(1, thread_name_prefix=f"cdcwatch-kafka-messages-{cluster.name}")
         """Reads the messages a scrape needs while the scrape goes on with what needs none of them."""
-        self.history: dict[Partition, EndOffsetHistory] = defaultdict(EndOffsetHistory)
+        self.history: dict[Partition, EndOffsetHistory] = {}
+        """The end offsets' history of the partitions whose messages carry no time (`_lag_seconds`), from the first
+        such message on: one list of samples per partition of the cluster would grow with every partition."""
         self.kept: dict[str, dict[Partition, _GroupPartition]] = {}
         """Group → partition → the row kept from the previous scrape."""
         self.topic_server: dict[str, str] = {}
@@ -293,8 +294,10 @@ class KafkaCollector:
     def _collect(self) -> Collection:
         deadline = time.monotonic() + self.cluster.timeout_seconds * 0.9
         state = self.reader.read(deadline)
-        for where, end in state.end.items():
-            self.history[where].add(state.read_at, end)
+        for where in [where for where in self.history if where not in state.end]:  # the partition is gone
+            del self.history[where]
+        for where, history in self.history.items():
+            history.add(state.read_at, state.end[where])
         reading = self._fetcher.submit(self.messages.read, self._positions(state), self._newest_offsets(state),
                                        deadline, state.leaders)
         # meanwhile (the read is mostly waiting on the broker): all that needs no message, in one pass
@@ -464,8 +467,12 @@ class KafkaCollector:
                 if stamp is None or row.stamp_at != row.position:
                     at = (row.topic, row.partition, row.position)
                     stamp = stamps.get(at, _UNREAD)
-                    if stamp is None:
-                        written = history[(row.topic, row.partition)].written_at(row.position)
+                    if stamp is None:  # the message carries no time: when its offset was written, from the history
+                        where = (row.topic, row.partition)
+                        if where not in history:  # the first such message: its partition's history starts now
+                            history[where] = EndOffsetHistory()
+                            history[where].add(now, state.end.get(where, 0))
+                        written = history[where].written_at(row.position)
                         stamp = _UNREAD if written is None else (written, "interpolated")
                     elif stamp is not _UNREAD:
                         row.stamp, row.stamp_at = stamp, row.position

@@ -11,12 +11,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 from cdcwatch.collection import Collection
 from cdcwatch.exporter import Exporter, ScheduledCollector
 from cdcwatch.failures import FailureKind
-from cdcwatch.families import FamilyBuilder
+from cdcwatch.families import FamilyBuilder, RenderedFamily
 from cdcwatch.specs import MetricSpec
 from devstack.samples import parse
 
 CONNECTED = MetricSpec("cdcwatch_debezium_connected", "gauge", "h")
 TABLE_EVENTS = MetricSpec("cdcwatch_debezium_table_events_total", "counter", "h", ("table",))
+PARTITION_LAG = MetricSpec("cdcwatch_test_partition_lag", "gauge", "h", ("partition",))
 
 
 class FakeCollector:
@@ -185,4 +186,25 @@ def test_series_beyond_the_cap_are_dropped_counted_and_logged_once(caplog):
     assert scrape_values(registry_for(exporter))[dropped] == 60
     warnings = [r.getMessage() for r in caplog.records if "max_series_per_target" in r.getMessage()]
     assert len(warnings) == 1 and "wide" in warnings[0] and "30 series" in warnings[0]
+    exporter.close()
+
+
+def test_rendered_series_beyond_the_cap_are_cut_as_lines_without_parsing_them():
+    """A rendered family (a large Kafka cluster's per-partition series) is cut to its first lines: parsing 400,000
+    lines into samples to cut them took a scrape of 100,000 group partitions past any scrape timeout."""
+    def wide():
+        builder = FamilyBuilder()
+        builder.add_spec(TABLE_EVENTS, 1.0, table="first")
+        rendered = builder.rendered(PARTITION_LAG)
+        rendered.lines.extend(f'cdcwatch_test_partition_lag{{partition="{p}"}} {p}.0\n' for p in range(30))
+        return Collection(builder.families())
+
+    exporter = Exporter([ScheduledCollector(FakeCollector("wide", wide), 5)], max_series=10)
+    [result] = exporter.scrape()
+    [events, lag] = result.collection.families
+    assert isinstance(lag, RenderedFamily) and lag._samples is None  # cut as lines, never parsed
+    assert lag.lines == [f'cdcwatch_test_partition_lag{{partition="{p}"}} {p}.0\n' for p in range(9)]
+    values = scrape_values(registry_for(exporter))
+    assert sorted(labels for (name, labels), _v in values.items() if name == "cdcwatch_test_partition_lag") == sorted(
+        frozenset({("partition", str(p))}) for p in range(9))
     exporter.close()

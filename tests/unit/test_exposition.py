@@ -24,6 +24,9 @@ from cdcwatch.specs import MetricSpec
 
 _LEGACY = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,12}", fullmatch=True)
 _ANY_NAME = st.one_of(_LEGACY, st.text(min_size=1, max_size=8))  # some outside the legacy set
+_COLLECTOR_LABEL = _LEGACY.filter(lambda name: not name.startswith("__"))
+"""A label name a collector writes into its rendered lines: never one Prometheus reserves (`__`; the configuration
+refuses such static labels), which prometheus_client 0.26's parser refuses to read back."""
 _VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**20, 10**20),
                     st.sampled_from([0.0, -0.0, 1e6, 999999.99, 1234567.0, 1e16, 1e-7, 5e-324]))
 _SUFFIXES = ("", "_total", "_bucket", "_sum", "_count", "_created", "_gsum", "_gcount", "_info")
@@ -67,7 +70,7 @@ def rendered_families(draw: st.DrawFn) -> RenderedFamily:
     name = draw(_LEGACY) + ("_total" if kind == "counter" else "")
     family = RenderedFamily(MetricSpec(name, kind, draw(st.one_of(st.text(max_size=30), _TRICKY))))
     for _ in range(draw(st.integers(0, 6))):
-        labels = draw(st.dictionaries(_LEGACY, _TEXT, max_size=4))
+        labels = draw(st.dictionaries(_COLLECTOR_LABEL, _TEXT, max_size=4))
         line = SeriesLine(name, tuple(labels), tuple(labels.values()))
         family.lines.append(line.line(draw(_VALUES)))
     return family

@@ -24,6 +24,7 @@ from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import CACHE_SLACK, At, BoundedCache, Lookup, MessageReader, NewestChange
 from cdcwatch.kafka.status import ConsumerStatus, StatusWindow, WindowSample
+from tests.stand_ins import KafkaStandIn
 
 
 def window(samples: list[tuple[int, int]], size: int = 3) -> StatusWindow:
@@ -242,7 +243,7 @@ def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypat
         if current["method"] == "timestamp":
             return Lookup({at: (1.0, "timestamp") for at in stamps}, found)
         for at in stamps:
-            collector.history[at[:2]].add(1.0, 0)
+            collector.history.setdefault(at[:2], EndOffsetHistory()).add(1.0, 0)
             collector.history[at[:2]].add(2.0, 9)
         return Lookup({at: None for at in stamps}, found)
 
@@ -285,7 +286,7 @@ def test_rendered_lines_are_what_prometheus_client_writes_of_the_same_samples(mo
         found = {at: NewestChange(1.0, current["server"]) for at in newest}
         if current["method"] == "interpolated":
             for at in stamps:
-                collector.history[at[:2]].add(1.0, 0)
+                collector.history.setdefault(at[:2], EndOffsetHistory()).add(1.0, 0)
                 collector.history[at[:2]].add(2.0, 9)
             return Lookup({at: None for at in stamps}, found)
         return Lookup({at: (1.0, current["method"]) for at in stamps}, found)
@@ -412,4 +413,27 @@ def test_group_partitions_beyond_max_partitions_are_left_out_counted_shown_and_l
     assert scrape() == (["0", "1"], 1, 3)
     warnings = [r.getMessage() for r in caplog.records if "max_partitions" in r.getMessage()]
     assert len(warnings) == 2 and "1 group partitions beyond max_partitions (2)" in warnings[0]
+    collector.close()
+
+
+def test_only_partitions_whose_messages_carry_no_time_keep_an_end_offset_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end offsets' history serves the lag in seconds of messages without a time (brokers older than 0.10): a
+    partition starts one at its first such message, and one whose messages carry their time keeps none (a history per
+    partition of a large cluster grew to 120 samples each)."""
+    cluster = KafkaStandIn()
+    cluster.install(monkeypatch)
+    cluster.produce("timed", 0, 10, time.time() - 60)
+    cluster.produce("untimed", 0, 10, 0.0)  # no timestamp, and no event whose payload says when
+    cluster.commit("g", {("timed", 0): 2, ("untimed", 0): 2})
+    collector = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1", freshness=False))
+
+    def methods() -> dict[str, str]:
+        return {s.labels["topic"]: s.labels["method"] for f in collector.collect().families for s in f.samples
+                if s.name == "cdcwatch_kafka_consumergroup_lag_seconds"}
+
+    assert methods() == {"timed": "timestamp", "untimed": "interpolated"}
+    assert list(collector.history) == [("untimed", 0)]
+    cluster.produce("untimed", 0, 5, 0.0)
+    assert methods() == {"timed": "timestamp", "untimed": "interpolated"}
+    assert [end for _, end in collector.history[("untimed", 0)].samples] == [10, 15]
     collector.close()
