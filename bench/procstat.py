@@ -75,7 +75,7 @@ class CpuTrace:
                 figures.append(read.get(who, figures[-1] if figures else 0.0))
 
     def watch(self, pids: dict[str, int]) -> None:
-        """Trace these processes too from now on (before now, they count as having used no CPU since their start)."""
+        """Trace these processes too from now on (the trace before now says they spent nothing)."""
         read = {who: cpu_seconds([pid]) for who, pid in pids.items()}
         with self._lock:
             self.pids.update(pids)
