@@ -2,7 +2,9 @@
 
 While the connector streams, its slot is active and tied to the connector's `server`; once the
 connector stops, writes make the retained WAL and the confirmed-flush lag grow while the slot's
-last advance stays put; the database going down gives up 0 within the deadline, and back, up 1.
+last advance stays put; back, it confirms past WAL no captured change follows only through its heartbeat query (a
+write to a captured table), and the slot releases the WAL; the database going down gives up 0 within the deadline,
+and back, up 1.
 
 The runway: the WAL position is checked against `pg_current_wal_lsn()` read by the test, and
 safe_wal_size against the failure position the test computes from the slot's restart_lsn and
@@ -59,15 +61,21 @@ def slot_value(values, metric: str, slot: str = SLOT, **labels: str) -> float | 
 
 
 def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factory) -> None:
-    postgres.sql("DROP TABLE IF EXISTS slot_items; CREATE TABLE slot_items (id int PRIMARY KEY, body text);"
-                 "INSERT INTO slot_items VALUES (1, 'a');")
+    postgres.sql("DROP TABLE IF EXISTS slot_items, slot_heartbeat, slot_other;"
+                 "CREATE TABLE slot_items (id int PRIMARY KEY, body text); INSERT INTO slot_items VALUES (1, 'a');"
+                 "CREATE TABLE slot_heartbeat (id int PRIMARY KEY, ts timestamptz); INSERT INTO slot_heartbeat VALUES (1, now());"
+                 "CREATE TABLE slot_other (id int)")
     postgres.sql(f"SELECT pg_create_logical_replication_slot('{MANUAL}', 'pgoutput')")
     postgres.sql("ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'")  # ALTER SYSTEM runs outside a transaction
     postgres.sql("SELECT pg_reload_conf()")
     state = stack_dir / "dbz-slots"
-    properties = postgres_connector_properties(state, postgres.port, SERVER, "public.slot_items", slot=SLOT)
-    # without heartbeats a caught-up connector confirms nothing more, and the slot never releases its WAL
+    properties = postgres_connector_properties(state, postgres.port, SERVER, "public.slot_items,public.slot_heartbeat",
+                                               slot=SLOT)
+    # A connector confirms the position of the last change it streamed, no further: WAL that other tables (or
+    # autovacuum) write after it stays in the slot until a captured table changes again. Debezium's remedy, a
+    # heartbeat that writes a captured table, lets this one confirm past the WAL slot_other writes below.
     properties["heartbeat.interval.ms"] = "500"
+    properties["heartbeat.action.query"] = "UPDATE slot_heartbeat SET ts = now() WHERE id = 1"
     connector = DebeziumProcess(state, free_port(), properties)
     connector.start()
     serve = serve_factory(config(postgres))
@@ -91,7 +99,9 @@ def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factor
     wait_for(lambda: slot_value(serve.scrape(), "active") == 0, 30, "the slot to be released")
     before = serve.scrape()
     start_lsn = postgres.sql("SELECT pg_current_wal_lsn()")
-    postgres.sql("INSERT INTO slot_items SELECT g, repeat('x', 200) FROM generate_series(2, 20001) g")
+    # a synchronous commit: pg_current_wal_lsn() (what was written) then holds the whole insert, not part of it
+    postgres.sql("SET synchronous_commit = on;"
+                 "INSERT INTO slot_items SELECT g, repeat('x', 200) FROM generate_series(2, 20001) g")
     written = int(postgres.sql(f"SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '{start_lsn}')"))
     after = serve.scrape()
     grown = slot_value(after, "retained_wal_bytes") - slot_value(before, "retained_wal_bytes")
@@ -101,7 +111,9 @@ def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factor
     assert slot_value(after, "confirmed_flush_lag_bytes") - slot_value(before, "confirmed_flush_lag_bytes") == grown
     assert slot_value(after, "last_advance_timestamp_seconds") == slot_value(before, "last_advance_timestamp_seconds")
 
-    # the connector comes back, streams the backlog and confirms it: the slot releases the WAL
+    # WAL no captured change follows (as autovacuum's ANALYZE of the table just filled writes it)
+    postgres.sql("INSERT INTO slot_other VALUES (1)")
+    # the connector comes back, streams the backlog and its heartbeats, and confirms them: the slot releases the WAL
     connector.start()
     try:
         def released() -> bool:
