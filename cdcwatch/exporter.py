@@ -3,7 +3,10 @@
 A target that is down, refuses, hangs or answers garbage gives `cdcwatch_up 0` and one more
 scrape error; the other targets are still served and the scrape returns within the largest
 target deadline. A collection still running (a concurrent scrape, or a hung target) is joined
-rather than started twice, so concurrent scrapes coalesce onto one collection.
+rather than started twice, so concurrent scrapes coalesce onto one collection. Within a scrape whose
+client says its own timeout (Prometheus' X-Prometheus-Scrape-Timeout-Seconds: `scrape_budget`), no target is
+waited for past that timeout less `SCRAPE_TIMEOUT_OFFSET_SECONDS`: a slow target is `up 0` in an answer Prometheus
+still takes, not a failed scrape of every target.
 
 A reload never lets the collections of a target's old and new collector overlap where state is handed on: the new
 collector inherits once the old one's collection under way has ended, and collects only after that (see
@@ -13,12 +16,15 @@ collector inherits once the old one's collection under way has ended, and collec
 from __future__ import annotations
 
 import logging
+import math
 import platform
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,10 +52,40 @@ from cdcwatch.self_metrics import (
 )
 
 # the self metrics' specs are cdcwatch.self_metrics'; named here too for the code that reads them with the exporter
-__all__ = ["METRICS_RESPONSES_TOTAL", "METRICS_RESPONSE_SECONDS_TOTAL", "SELF_METRICS", "Exporter", "ReloadStats",
-           "ScheduledCollector", "TargetResult", "build_collectors"]
+__all__ = ["METRICS_RESPONSES_TOTAL", "METRICS_RESPONSE_SECONDS_TOTAL", "SCRAPE_TIMEOUT_OFFSET_SECONDS", "SELF_METRICS",
+           "Exporter", "ReloadStats", "ScheduledCollector", "TargetResult", "build_collectors", "budget_of",
+           "scrape_budget"]
 
 log = logging.getLogger("cdcwatch")
+
+SCRAPE_TIMEOUT_OFFSET_SECONDS = 0.5
+"""What a scrape keeps of its client's timeout to render and send the answer (blackbox_exporter's default offset), or
+a tenth of the timeout where that is less (a 1 s timeout leaves the targets 0.9 s)."""
+_budget: ContextVar[float | None] = ContextVar("cdcwatch_scrape_budget", default=None)
+
+
+def budget_of(timeout_header: str | None) -> float | None:
+    """How long a scrape may wait for its targets, from the timeout its client sent (Prometheus'
+    X-Prometheus-Scrape-Timeout-Seconds, in seconds): that less the offset. None, no budget, without a header or
+    with one that is not a positive number: a bad header must not cost the scrape."""
+    try:
+        timeout = float(timeout_header) if timeout_header else math.nan
+    except ValueError:
+        return None
+    if not (0 < timeout < math.inf):
+        return None
+    return timeout - min(SCRAPE_TIMEOUT_OFFSET_SECONDS, timeout / 10)
+
+
+@contextmanager
+def scrape_budget(seconds: float | None) -> Iterator[None]:
+    """Within: the collections of this thread's scrapes wait at most `seconds` for any target (below each
+    target's own `timeout_seconds`; None leaves those alone). The web app sets it around a /metrics answer."""
+    token = _budget.set(seconds)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
 
 
 @dataclass
@@ -199,8 +235,8 @@ class Exporter:
         return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cdcwatch-collect")
 
     def scrape(self) -> list[TargetResult]:
-        """Collect every target concurrently, each under its own deadline."""
-        started = time.monotonic()
+        """Collect every target concurrently, each under its own deadline (or the scrape's budget, if shorter)."""
+        started, budget = time.monotonic(), _budget.get()
         pending: list[tuple[ScheduledCollector, Future[tuple[Collection, float]]]] = []
         with self._lock:
             for scheduled in self._collectors:
@@ -209,7 +245,7 @@ class Exporter:
                 if future is None or future.done():
                     future = self._in_flight[key] = self._start(key, scheduled.collector)
                 pending.append((scheduled, future))
-        return [self._await(scheduled, future, started) for scheduled, future in pending]
+        return [self._await(scheduled, future, started, budget) for scheduled, future in pending]
 
     def _start(self, key: tuple[str, str], collector: TargetCollector) -> Future[tuple[Collection, float]]:
         """A collection of `collector`, started now, or once it has been handed its predecessor's state (called
@@ -232,17 +268,22 @@ class Exporter:
         handover.add_done_callback(submit)
         return started
 
-    def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float) -> TargetResult:
+    def _await(self, scheduled: ScheduledCollector, future: Future[tuple[Collection, float]], started: float,
+               budget: float | None) -> TargetResult:
         name, target = scheduled.collector.kind, scheduled.collector.target
         address = getattr(scheduled.collector, "address", target)
         entry = registered(name)
         service = entry.service if entry is not None else "the target"
-        remaining = scheduled.timeout_seconds - (time.monotonic() - started)
+        deadline, why = scheduled.timeout_seconds, ""
+        if budget is not None and budget < deadline:
+            deadline, why = budget, (f" (what the scraper's own timeout leaves; the target's timeout_seconds is "
+                                     f"{scheduled.timeout_seconds:g})")
+        remaining = deadline - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
             result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
-            failure = describe(TimeoutError(f"no answer within {scheduled.timeout_seconds:g}s"), address, service)
+            failure = describe(TimeoutError(f"no answer within {deadline:g}s{why}"), address, service)
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         except Exception as exc:  # a collector failure must never fail the scrape
             failure = describe(exc, address, service)

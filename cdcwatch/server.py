@@ -24,7 +24,7 @@ from prometheus_client.metrics_core import Metric
 
 from cdcwatch import __version__
 from cdcwatch.config import Config
-from cdcwatch.exporter import Exporter
+from cdcwatch.exporter import Exporter, budget_of, scrape_budget
 from cdcwatch.exposition import ANSWER_PARTS, metrics_app
 from cdcwatch.families import FamilyBuilder
 from cdcwatch.reload import ConfigReloader
@@ -105,7 +105,7 @@ def build_app(exporter: Exporter, ready: Callable[[], bool] = lambda: True,
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
         if path == "/metrics":
-            with GC_PAUSED:
+            with GC_PAUSED, scrape_budget(budget_of(environ.get("HTTP_X_PROMETHEUS_SCRAPE_TIMEOUT_SECONDS"))):
                 body: Iterable[bytes] = metrics(environ, start_response)
             return body
         if path == HEALTHY_PATH:

@@ -11,6 +11,7 @@ exactly; a counter that moved meanwhile (the answers counted and timed) must lie
 from __future__ import annotations
 
 import math
+import socket
 import time
 
 import pytest
@@ -114,3 +115,31 @@ def test_prometheus_scrape_equals_a_text_scrape_and_is_openmetrics(postgres, sta
                for name, labels in steady)
     assert any(name == "cdcwatch_metrics_responses_total" for name, _ in moved)
     assert len(steady) >= 10, sorted(steady)
+
+
+def test_a_target_slower_than_prometheus_timeout_is_up_0_in_a_scrape_prometheus_keeps(postgres, stack_dir,
+                                                                                   serve_factory) -> None:
+    """Prometheus sends its scrape timeout with every scrape (X-Prometheus-Scrape-Timeout-Seconds). A target whose
+    own `timeout_seconds` is longer (here a server that takes the connection and never answers) is cut at that
+    timeout less what the answer needs: Prometheus keeps the scrape, the slow target reads `cdcwatch_up 0` and the
+    others are served. Waiting for the target's own deadline, Prometheus would give up on the whole scrape."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes the connections; nothing ever answers them
+        serve = serve_factory(exporter_config(postgres=[
+            postgres_source("source", postgres.port, timeout_seconds=5),
+            postgres_source("silent", silent.getsockname()[1], timeout_seconds=5)]))
+        prometheus = PrometheusServer(stack_dir / "promtimeout-prometheus", {JOB: [f"127.0.0.1:{serve.port}"]},
+                                      interval="2s")  # its scrape timeout: 2 s, well below the targets' 5 s
+        prometheus.start()
+        try:
+            started = time.time()
+            scrapes: list[Scrape] = wait_for(lambda: (found := prometheus.scrapes(JOB, started))[2:] and found, 30,
+                                             "three scrapes by Prometheus")
+            stored_up = {dict(labels)["target"]: [number for _, number in points]
+                         for labels, points in prometheus.raw(f'cdcwatch_up{{job="{JOB}"}}', started).items()}
+        finally:
+            prometheus.stop()
+    assert [scrape.up for scrape in scrapes] == [1.0] * len(scrapes), scrapes
+    assert all(scrape.duration < 2 for scrape in scrapes), scrapes
+    assert set(stored_up["silent"]) == {0.0} and set(stored_up["source"]) == {1.0}, stored_up

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
+from wsgiref.util import setup_testing_defaults
 
 from prometheus_client import CollectorRegistry, generate_latest
 
 from cdcwatch.collection import Collection
-from cdcwatch.exporter import Exporter, ScheduledCollector
+from cdcwatch.exporter import Exporter, ScheduledCollector, budget_of, scrape_budget
 from cdcwatch.failures import FailureKind
 from cdcwatch.families import FamilyBuilder, RenderedFamily
+from cdcwatch.server import build_app
 from cdcwatch.specs import MetricSpec
 from devstack.samples import parse
 
@@ -100,6 +103,59 @@ def test_hung_target_returns_within_deadline_and_is_not_started_twice():
     assert finished.wait(5)
     assert {r.target: r.up for r in exporter.scrape()}["hung"]
     exporter.close()
+
+
+def test_a_scrape_waits_for_no_target_past_the_timeout_prometheus_sends():
+    """Prometheus says its scrape timeout in a header: a target slower than it is `up 0` in an answer that comes
+    before that timeout, the other targets served, instead of the whole scrape failing at Prometheus' end."""
+    release = threading.Event()
+    hung = FakeCollector("hung", lambda: (release.wait(30), ok())[1])
+    exporter = Exporter([ScheduledCollector(hung, 30), ScheduledCollector(FakeCollector("good", ok), 30)])
+    app = build_app(exporter)
+    environ = {"PATH_INFO": "/metrics", "HTTP_X_PROMETHEUS_SCRAPE_TIMEOUT_SECONDS": "1.5"}
+    setup_testing_defaults(environ)
+    statuses: list[str] = []
+    try:
+        started = time.monotonic()
+        body = b"".join(app(environ, lambda status, headers: statuses.append(status)))
+        took = time.monotonic() - started
+        assert 1.0 <= took < 1.5  # 1.5 s less the 0.5 s left to render and send the answer, no longer
+        values = parse(body.decode())
+        assert statuses == ["200 OK"]
+        assert values[("cdcwatch_up", frozenset({"collector": "debezium", "target": "hung"}.items()))] == 0.0
+        assert values[("cdcwatch_up", frozenset({"collector": "debezium", "target": "good"}.items()))] == 1.0
+        failure = {"collector": "debezium", "target": "hung", "failure": "timeout"}
+        assert values[("cdcwatch_target_failure_info", frozenset(failure.items()))] == 1.0
+    finally:
+        release.set()
+        exporter.close()
+
+
+def test_the_scrape_timeout_shortens_a_target_deadline_and_never_lengthens_it():
+    release = threading.Event()
+    exporter = Exporter([ScheduledCollector(FakeCollector("hung", lambda: (release.wait(30), ok())[1]), 0.3)])
+    try:
+        for budget in (None, 10.0):
+            with scrape_budget(budget):
+                started = time.monotonic()
+                [result] = exporter.scrape()
+            assert 0.3 <= time.monotonic() - started < 0.6 and not result.up
+            assert str(result.error).startswith("hung: timed out: no answer within 0.3s; check ")
+        with scrape_budget(0.2):
+            [result] = exporter.scrape()
+        assert str(result.error).startswith("hung: timed out: no answer within 0.2s (what the scraper's own timeout "
+                                            "leaves; the target's timeout_seconds is 0.3); check ")
+    finally:
+        release.set()
+        exporter.close()
+
+
+def test_the_budget_leaves_half_a_second_or_a_tenth_of_the_timeout_and_ignores_a_bad_header():
+    assert budget_of("10") == 9.5
+    assert math.isclose(budget_of("1") or 0, 0.9)
+    assert math.isclose(budget_of("0.2") or 0, 0.18)
+    for header in (None, "", "soon", "0", "-3", "nan", "inf"):
+        assert budget_of(header) is None, header
 
 
 def test_one_log_line_per_state_change(caplog):
