@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from devstack.procs import exit_on_sigterm  # noqa: E402
 from devstack.scenarios import SCENARIOS  # noqa: E402
 
 DEMO = str(Path(__file__).resolve().parents[1] / "scripts" / "demo")
@@ -68,4 +69,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     main()

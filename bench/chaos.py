@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cdcwatch.promapi import PrometheusApi  # noqa: E402
 from devstack.demo import DemoStack  # noqa: E402
 from devstack.demo_settings import CHANGES_TOPIC, SCRAPE_INTERVAL  # noqa: E402
-from devstack.procs import StackError, free_port, wait_for  # noqa: E402
+from devstack.procs import StackError, exit_on_sigterm, free_port, wait_for  # noqa: E402
 from devstack.scenarios import kill_connect_between_flushes  # noqa: E402
 
 DEADLINE = float(SCRAPE_INTERVAL.rstrip("s"))
@@ -409,4 +409,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

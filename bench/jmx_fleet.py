@@ -57,7 +57,7 @@ from devstack.connect import ConnectWorker  # noqa: E402
 from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
-from devstack.procs import free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
+from devstack.procs import exit_on_sigterm, free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
 from devstack.prometheus import Scrape  # noqa: E402
 from devstack.samples import parse, value  # noqa: E402
 
@@ -384,4 +384,5 @@ def machine_busy(seconds: float) -> float:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

@@ -38,7 +38,7 @@ from devstack.connect import ConnectWorker  # noqa: E402
 from devstack.debezium import postgres_connector_properties  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
-from devstack.procs import free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
+from devstack.procs import exit_on_sigterm, free_port, jvm_dir, port_open, rss_mib, wait_for  # noqa: E402
 from devstack.samples import Values, parse, value  # noqa: E402
 
 Server = PostgresServer | KafkaBroker | ConnectWorker
@@ -248,4 +248,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

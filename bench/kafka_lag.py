@@ -79,7 +79,7 @@ from bench.prometheus_scrape import INTERVAL, PrometheusScraper, Window, job_nam
 from bench.scrape import Scraper  # noqa: E402
 from cdcwatch.config import KafkaClusterConfig  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
-from devstack.procs import StackError, wait_for  # noqa: E402
+from devstack.procs import StackError, exit_on_sigterm, wait_for  # noqa: E402
 from devstack.prometheus import Scrape  # noqa: E402
 from devstack.samples import Values, parse, value  # noqa: E402
 
@@ -802,4 +802,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     main()

@@ -71,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.chaos import converge  # noqa: E402
 from devstack.demo import DemoStack, Traffic  # noqa: E402
 from devstack.demo_settings import APPLY_LAG_THRESHOLD_SECONDS, CHANGES_TOPIC, SCRAPE_INTERVAL  # noqa: E402
-from devstack.procs import free_port, rss_mib  # noqa: E402
+from devstack.procs import exit_on_sigterm, free_port, rss_mib  # noqa: E402
 from devstack.samples import largest, parse  # noqa: E402
 
 DEADLINE = float(SCRAPE_INTERVAL.rstrip("s"))
@@ -438,4 +438,5 @@ class _StopEvent:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

@@ -37,7 +37,7 @@ from cdcwatch.config import ReconcileConfig  # noqa: E402
 from cdcwatch.reconcile.compare import Reconciler  # noqa: E402
 from cdcwatch.tables import make_side  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
-from devstack.procs import free_port  # noqa: E402
+from devstack.procs import exit_on_sigterm, free_port  # noqa: E402
 
 PAGE = ROOT / "docs" / "bench" / "reconcile.md"
 TABLE = ("CREATE TABLE items (id bigint PRIMARY KEY, name text, qty int, price numeric(12, 2), seen timestamptz);"
@@ -155,4 +155,5 @@ def source_server_version(root: Path) -> str:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

@@ -24,7 +24,7 @@ from bench.plots import save_timings  # noqa: E402
 from devstack.configs import exporter_config, listen  # noqa: E402
 from devstack.debezium import DebeziumProcess, postgres_connector_properties  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
-from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
+from devstack.procs import exit_on_sigterm, free_port, port_open, rss_mib, wait_for  # noqa: E402
 from devstack.samples import parse, value  # noqa: E402
 
 
@@ -99,4 +99,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     main()

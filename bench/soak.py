@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from devstack.configs import exporter_config, jmx_target, kafka_cluster, listen, postgres_source  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
 from devstack.postgres import PostgresServer  # noqa: E402
-from devstack.procs import free_port, port_open, rss_mib, wait_for  # noqa: E402
+from devstack.procs import exit_on_sigterm, free_port, port_open, rss_mib, wait_for  # noqa: E402
 
 
 def fds(pid: int) -> int:
@@ -144,4 +144,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

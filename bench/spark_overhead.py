@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.decode_events import recorded_records  # noqa: E402
 from bench.plots import save_timings  # noqa: E402
 from devstack.kafka import KafkaBroker  # noqa: E402
+from devstack.procs import exit_on_sigterm  # noqa: E402
 from devstack.spark import spark_kafka_jars  # noqa: E402
 
 TOPIC = "bench.public.customers"
@@ -115,4 +116,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # stopped by kill: the servers it started stop too
     sys.exit(main())

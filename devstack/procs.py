@@ -10,14 +10,15 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerProcess", "StackError", "as_user", "free_port", "jvm_dir", "owned_dir", "port_open", "rss_mib",
-           "python_env", "stop_group", "wait_for"]
+__all__ = ["ServerProcess", "StackError", "as_user", "exit_on_sigterm", "free_port", "jvm_dir", "owned_dir", "port_open",
+           "rss_mib", "python_env", "stop_group", "wait_for"]
 
 REPO = Path(__file__).resolve().parents[1]
 """The repository root: scripts/setup.sh keeps what it installs under REPO/.cdcwatch."""
@@ -41,6 +42,12 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
             return True
     except OSError:
         return False
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM ends this process as Ctrl-C does, through its `finally` blocks, so a benchmark or tool stopped by
+    `kill` stops the servers it started (Python's default for SIGTERM is to die on the spot, leaving them running)."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
 def wait_for(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.2) -> Any:
