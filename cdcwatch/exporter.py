@@ -34,7 +34,7 @@ from cdcwatch import __version__
 from cdcwatch.collection import Collection, TargetCollector
 from cdcwatch.collectors import COLLECTORS, Registry, registered
 from cdcwatch.config import Config
-from cdcwatch.failures import FailureKind, describe
+from cdcwatch.failures import FailureKind, TargetFailure, describe
 from cdcwatch.families import FamilyBuilder, head, merged, sample_count
 from cdcwatch.self_metrics import (
     BUILD_INFO,
@@ -274,16 +274,20 @@ class Exporter:
         address = getattr(scheduled.collector, "address", target)
         entry = registered(name)
         service = entry.service if entry is not None else "the target"
-        deadline, why = scheduled.timeout_seconds, ""
-        if budget is not None and budget < deadline:
-            deadline, why = budget, (f" (what the scraper's own timeout leaves; the target's timeout_seconds is "
-                                     f"{scheduled.timeout_seconds:g})")
+        cut = budget is not None and budget < scheduled.timeout_seconds
+        deadline = budget if budget is not None and cut else scheduled.timeout_seconds
         remaining = deadline - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
             result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
-            failure = describe(TimeoutError(f"no answer within {deadline:g}s{why}"), address, service)
+            failure = describe(TimeoutError(f"no answer within {deadline:g}s"), address, service)
+            if cut:  # the scraper's timeout, not the target's, ended the wait: the fix is on the scraper's side
+                failure = TargetFailure(FailureKind.TIMEOUT, address, (
+                    f"no answer within {deadline:g}s, what the scraper's own timeout leaves (the target's "
+                    f"timeout_seconds is {scheduled.timeout_seconds:g})"), service, hint=(
+                    "raise Prometheus' scrape_timeout above the target's timeout_seconds (the collection goes on "
+                    "meanwhile, and the next scrape waits for it)"))
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         except Exception as exc:  # a collector failure must never fail the scrape
             failure = describe(exc, address, service)

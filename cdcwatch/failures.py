@@ -73,14 +73,16 @@ class TargetFailure(Exception):
     """A failure already described: a collector raises it where it knows the failing part's address better than
     the target's (a Connect worker's JMX endpoint beside its REST API)."""
 
-    def __init__(self, kind: FailureKind, address: str, detail: str, service: str = "the target") -> None:
-        self.kind, self.address, self.detail, self.service = kind, address, detail, service
+    def __init__(self, kind: FailureKind, address: str, detail: str, service: str = "the target",
+                 hint: str | None = None) -> None:
+        self.kind, self.address, self.detail, self.service, self.hint = kind, address, detail, service, hint
         super().__init__(self.line)
 
     @property
     def line(self) -> str:
-        """`address: what failed: the client's words; first thing to check`."""
-        hint = _HINTS[self.kind].format(service=self.service)
+        """`address: what failed: the client's words; first thing to check` (the kind's, unless the failure knows
+        better)."""
+        hint = self.hint if self.hint is not None else _HINTS[self.kind].format(service=self.service)
         return f"{self.address}: {self.kind.value}: {self.detail}" + (f"; {hint}" if hint else "")
 
 
