@@ -274,20 +274,20 @@ class Exporter:
         address = getattr(scheduled.collector, "address", target)
         entry = registered(name)
         service = entry.service if entry is not None else "the target"
-        cut = budget is not None and budget < scheduled.timeout_seconds
-        deadline = budget if budget is not None and cut else scheduled.timeout_seconds
+        deadline = scheduled.timeout_seconds if budget is None else min(budget, scheduled.timeout_seconds)
         remaining = deadline - (time.monotonic() - started)
         try:
             collection, took = future.result(timeout=max(remaining, 0.0))
             result = TargetResult(name, target, True, took, None, self._capped(name, target, collection))
         except FutureTimeout:
-            failure = describe(TimeoutError(f"no answer within {deadline:g}s"), address, service)
-            if cut:  # the scraper's timeout, not the target's, ended the wait: the fix is on the scraper's side
+            if deadline < scheduled.timeout_seconds:  # the scraper's timeout ended the wait: the fix is on its side
                 failure = TargetFailure(FailureKind.TIMEOUT, address, (
                     f"no answer within {deadline:g}s, what the scraper's own timeout leaves (the target's "
                     f"timeout_seconds is {scheduled.timeout_seconds:g})"), service, hint=(
                     "raise Prometheus' scrape_timeout above the target's timeout_seconds (the collection goes on "
                     "meanwhile, and the next scrape waits for it)"))
+            else:
+                failure = describe(TimeoutError(f"no answer within {deadline:g}s"), address, service)
             result = TargetResult(name, target, False, time.monotonic() - started, failure.line, failure=failure.kind)
         except Exception as exc:  # a collector failure must never fail the scrape
             failure = describe(exc, address, service)
