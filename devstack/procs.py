@@ -68,6 +68,23 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, interva
     raise StackError(f"timed out after {timeout:g}s waiting for {what}{detail}")
 
 
+def wait_until_seen(condition: Callable[[], object], since: float, timeout: float, what: str,
+                    interval: float = 0.2) -> tuple[float, float]:
+    """Poll `condition` until it holds; return (wall-clock start of the last poll that did not see it, or `since`
+    when the first poll saw it: a time known to come before it held; end of the poll that did). What the polls
+    watch came true between the two, whatever each poll's own latency (a subprocess start, a query): a time bound
+    that uses them measures the thing, not the polling. An exception from `condition` fails the wait."""
+    missed = since
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        started = time.time()
+        if condition():
+            return missed, time.time()
+        missed = started
+        time.sleep(interval)
+    raise StackError(f"timed out after {timeout:g}s waiting for {what}")
+
+
 def rss_mib(pid: int) -> float:
     """Resident memory of a process in MiB (NaN once it is gone), for load tests and benchmarks."""
     try:

@@ -23,6 +23,9 @@ from devstack.samples import Values, parse, value  # noqa: F401 (the tests impor
 
 _STACK_DIRS: list[Path] = []
 """The session's stack directory, once made: a failed test's report carries the tails of the logs written meanwhile."""
+MS = 0.001
+"""The resolution of the times a lag is computed from (Debezium's ts_ms, a Spark progress' timestamp): a bound
+on such a lag allows it once."""
 LOG_TAIL_LINES = 40
 LOG_TAIL_FILES = 8
 

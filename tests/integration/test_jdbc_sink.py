@@ -198,10 +198,10 @@ def test_a_row_the_target_rejects_fails_the_sink_and_its_canary_ages(serve, post
 
 
 def test_a_column_the_sink_does_not_carry_is_schema_drift(serve, postgres) -> None:
+    started = time.time()  # a pass may find the column missing as soon as the ALTER commits
     postgres.sql("ALTER TABLE js_items ADD COLUMN note text DEFAULT 'x'")
     try:
         postgres.sql("UPDATE js_items SET qty = qty + 1 WHERE id = 3")  # a change carrying the column
-        started = time.time()
         values = scrape_when(serve, lambda v: value(v, "cdcwatch_reconcile_schema_drift_columns", target="maria",
                                                     kind="source_only") == 1, "the missing column reported")
         age = value(values, "cdcwatch_reconcile_oldest_missing_column_age_seconds", target="maria")
