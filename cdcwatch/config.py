@@ -488,7 +488,9 @@ class ReconcileConfig(StrictModel):
     freshness_metric: str = Field(FRESHNESS_SECONDS.name, description=(
         "The freshness metric there (seconds; the largest matching series is used)."))
     freshness_labels: dict[str, str] = Field(default_factory=dict, description=(
-        "Labels the freshness series must carry (e.g. `server: <topic.prefix>`)."))
+        "Labels the freshness series must carry (e.g. `server: <topic.prefix>`). Their `server` is the pair's own "
+        "`server` label too, unless `labels` sets one: the alerts of a Kafka Connect outage then inhibit the pair's "
+        "`CdcReconcileCannotConfirm`."))
     freshness_canary: CanaryColumn | None = Field(None, description=(
         "Instead of `freshness_url`, where no listener measures the pipeline: the canary in the target (read on the "
         "target's connection); a re-check counts once the canary shows the target caught up with the previous check."))
@@ -496,10 +498,18 @@ class ReconcileConfig(StrictModel):
     max_logged_keys: int = Field(20, ge=1, le=10000, description="Keys of confirmed divergences logged per pass.")
     max_suspects: int = Field(100000, ge=1, description=(
         "Differing rows tracked at once; beyond it the rest are found again by later passes (said in the log)."))
-    labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this pair.")
+    labels: dict[str, str] = Field(default_factory=dict, description=(
+        "Static labels added to every series of this pair; `server: <topic.prefix>` names the pipeline it checks "
+        "(taken from `freshness_labels` when not set here)."))
 
     _name = field_validator("name")(_check_name)
     _labels = field_validator("labels")(_check_labels)
+
+    @property
+    def series_labels(self) -> dict[str, str]:
+        """The static labels of the pair's series: `labels`, with the `server` of `freshness_labels` unless set."""
+        server = self.freshness_labels.get("server")
+        return {**({"server": server} if server else {}), **self.labels}
 
     @field_validator("freshness_url")
     @classmethod

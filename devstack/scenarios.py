@@ -528,6 +528,18 @@ def pause_connector(stack: Any) -> None:
     stack.connect.put(f"/connectors/{CONNECTOR}/pause")
 
 
+def _delete_connector(stack: Any) -> None:
+    """Delete the connector through Connect REST (its configuration kept to create it again); the source keeps its
+    traffic. Kafka Connect keeps a deleted connector's offsets and the slot waits, so the same name resumes."""
+    stack.deleted_connector = stack.connect.get(f"/connectors/{CONNECTOR}/config")
+    stack.connect.delete(f"/connectors/{CONNECTOR}")
+
+
+def _create_connector_again(stack: Any) -> None:
+    config, stack.deleted_connector = stack.deleted_connector, None
+    stack.connect.post("/connectors", {"name": CONNECTOR, "config": config})
+
+
 def resume_connector(stack: Any) -> None:
     writer, stack.wal_writer = getattr(stack, "wal_writer", None), None
     if writer is not None:
@@ -632,6 +644,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "resume", "CdcConnectTaskNotRunning", {"connector": CONNECTOR}, pause_connector, resume_connector,
              states=(("publish", "stalled"),),
              covered=("CdcPipelineStalled", "CdcSparkFreshnessTooOld", "CdcCanaryStale", "CdcDebeziumQueueSaturated"),
+             covered_firing=("CdcPipelineStalled",)),
+    Scenario("connector-deleted", "delete the connector through Connect REST while the source keeps writing: "
+             "its Debezium beans vanish and nothing reaches Kafka; one page (the vanished connector's, naming it and "
+             "its worker), the Debezium and staleness alerts behind it inhibited; create it again with the same "
+             "name, it resumes from its offsets", "CdcConnectConnectorVanished", {"connector": CONNECTOR},
+             _delete_connector, _create_connector_again,
+             covered=("CdcDebeziumMetricsVanished", "CdcPipelineStalled", "CdcSparkFreshnessTooOld", "CdcCanaryStale"),
              covered_firing=("CdcPipelineStalled",)),
     Scenario("snapshot", f"an incremental snapshot of {SNAPSHOT_TABLE} through the signal table while traffic flows, "
              "paused after its first chunk: progress and ETA in Prometheus, then resumed: rows scanned = count(*)",
@@ -833,7 +852,8 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
                         f"the resolved {scenario.alert} notification", interval=0.5)
     report.resolved_after = resolved["received"] - recovered
     say(f"  resolved {report.resolved_after:.1f}s after recovery")
-    report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
+    report.notifications = [{"alert": e["labels"].get("alertname"), "severity": e["labels"].get("severity"),
+                             "status": e["status"],
                              "after_seconds": round(e["received"] - injected, 1),
                              "runbook_url": e.get("annotations", {}).get("runbook_url")}
                             for e in _notifications(log, since)]
@@ -908,7 +928,8 @@ def _ride_out(info: dict[str, Any], scenario: Scenario, say: Callable[[str], Non
     settled = time.time() + 2 * info["scrape_interval_seconds"]  # an evaluation after the last reading of the fault
     wait_for(lambda: time.time() >= settled, 10, "one more evaluation", interval=0.5)
     pending = quiet_alerts()
-    report.notifications = [{"alert": e["labels"].get("alertname"), "status": e["status"],
+    report.notifications = [{"alert": e["labels"].get("alertname"), "severity": e["labels"].get("severity"),
+                             "status": e["status"],
                              "after_seconds": round(e["received"] - injected, 1),
                              "runbook_url": e.get("annotations", {}).get("runbook_url")}
                             for e in _notifications(log, since)]

@@ -34,7 +34,10 @@ def _carrying(labels: tuple[str, ...], prefix: str = "Cdc", but: tuple[str, ...]
 _DOWNSTREAM = ("CdcKafkaDataTooOld", "CdcSparkFreshnessTooOld", "CdcSparkApplyLagHigh", "CdcCanaryStale",
                "CdcPipelineStalled")
 """The alerts on how stale the pipeline's end is, and where it stalls: one upstream cause explains them all."""
-_CONNECT_DOWN = ("CdcConnectTaskFailed", "CdcConnectConnectorFailed", "CdcConnectTaskNotRunning")
+_CATCHING_UP = ("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh", "CdcReconcileCannotConfirm")
+"""The alerts of a pipeline behind a connector's outage and catching up with its backlog: its consumer group lags and
+commits in bursts, and reconciliation cannot confirm while the target is behind."""
+_CONNECT_DOWN = ("CdcConnectTaskFailed", "CdcConnectConnectorFailed", "CdcConnectTaskNotRunning", "CdcConnectConnectorVanished")
 
 INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("Prometheus cannot scrape cdcwatch or the Spark listener: the alerts on that endpoint's series",
@@ -46,8 +49,11 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("a Kafka Connect worker does not answer: the alerts on its series",
                ("CdcConnectWorkerDown",), _carrying(("job", "instance", "target"), but=("CdcConnectWorkerDown",)),
                ("job", "instance", "target")),
-    Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED: the Debezium and downstream "
-               "alerts of its server", _CONNECT_DOWN, _carrying(("server",), "CdcDebezium") + _DOWNSTREAM, ("server",)),
+    Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED, or the connector vanished: the "
+               "Debezium, downstream, consumer and reconciliation alerts of its server (through the catch-up after it)", _CONNECT_DOWN,
+               _carrying(("server",), "CdcDebezium") + _DOWNSTREAM + _CATCHING_UP, ("server",)),
+    Inhibition("a connector vanished from its worker: the worker JVM's Debezium beans, gone with it",
+               ("CdcConnectConnectorVanished",), ("CdcDebeziumMetricsVanished",), ("job", "instance", "target")),
     Inhibition("a sink task sends records to its dead letter queue: the same task's skipped records (the same records, "
                "kept)", ("CdcConnectSinkDeadLettering",), ("CdcConnectRecordsSkipped",),
                ("job", "instance", "target", "connector", "task")),

@@ -184,7 +184,7 @@ class ReconcileCollector:
             raise RuntimeError(self.error)
         state = self.reconciler.state()
         builder = FamilyBuilder()
-        common = {"target": self.target, **self.config.labels}
+        common = {"target": self.target, **self.config.series_labels}
         for kind in KINDS:
             builder.add_spec(RECONCILE_ROWS_DIVERGED, state.diverged[kind], common, kind=kind)
         builder.add_spec(RECONCILE_ROWS_SUSPECT, state.suspects, common)

@@ -128,6 +128,8 @@ def scenario_fires_and_resolves(demo, name: str) -> None:
     # e.g. a worker that died: the Debezium target of its JVM fails too, and its CdcwatchTargetDown must not page
     # while the fault lasts, nor while the pipeline catches up after it
     assert not covered_paged_before_the_all_clear(report, scenario), report["notifications"]
+    # one cause, one page: no other critical alert notified from the fault to the all-clear
+    assert not other_pages_before_the_all_clear(report, scenario), report["notifications"]
     if name == "connector-crash":
         assert report["duplicates_counted"] > 0, "the replay after kill -9 was not counted as duplicates"
 
@@ -140,6 +142,15 @@ def covered_paged_before_the_all_clear(report: dict, scenario) -> set[str]:
                  if n["alert"] == scenario.alert and n["status"] == "resolved")
     return {n["alert"] for n in report["notifications"]
             if n["status"] == "firing" and n["after_seconds"] < ended} & set(scenario.covered)
+
+
+def other_pages_before_the_all_clear(report: dict, scenario) -> set[str]:
+    """The critical alerts other than `scenario`'s notified firing before its alert's resolved notice: a second
+    page for the one cause."""
+    ended = next(n["after_seconds"] for n in report["notifications"]
+                 if n["alert"] == scenario.alert and n["status"] == "resolved")
+    return {n["alert"] for n in report["notifications"] if n["status"] == "firing" and n["severity"] == "critical"
+            and n["after_seconds"] < ended and n["alert"] != scenario.alert}
 
 
 def most_rows_diverged(prometheus: str, since: float) -> float:

@@ -17,6 +17,9 @@ _RESTARTS = "cdcwatch_connect_task_restarts_total"
 _SERVER = f'{EXPORTER},target="connect",server="inventory"'
 
 _WORKER = f'{EXPORTER},collector="connect",target="connect"'
+_CONNECTOR_CLASS = 'class="io.debezium.connector.postgresql.PostgresConnector",type="source",worker_id="connect:8083"'
+_INFO = f"{CONNECT},{_CONNECTOR_CLASS}"
+_RENAMED = f'{EXPORTER},target="connect",connector="inventory-connector-v2",server="inventory",{_CONNECTOR_CLASS}'
 _WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
 _RESUMED = {f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
             f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"}
@@ -111,6 +114,39 @@ ALERTS = (
               Case("resumed a minute ago after 19 minutes paused: firing on while its pipeline catches up", _RESUMED,
                    labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
               Case("resumed 6 minutes ago: resolved", _RESUMED, at="25m")),
+        through_recovery=True,
+    ),
+    Alert(
+        "CdcConnectConnectorVanished",
+        # listed within `durations.memory`, listed no more while the worker answers; a connector of the same server
+        # listed now is a rename, not a loss
+        """
+        max by (job, instance, target, connector, server) (last_over_time(cdcwatch_connect_connector_info{%(cdcwatch)s}[%(memory)s]))
+        unless on (job, instance, target, connector) cdcwatch_connect_connector_info{%(cdcwatch)s}
+        unless on (job, instance, target, server) cdcwatch_connect_connector_info{%(cdcwatch)s, server!=""}
+        and on (job, instance, target) cdcwatch_up{%(cdcwatch)s, collector="connect"} == 1
+        """,
+        "critical", "instant",
+        "Kafka Connect connector {{ $labels.connector }} vanished from {{ $labels.target }}",
+        "The connector {{ $labels.connector }} (server {{ $labels.server }}) was listed by the worker "
+        "{{ $labels.target }} in the last %(memory)s and is listed no more while the worker answers: it was deleted, "
+        "or renamed with another topic.prefix. Nothing captures its server's changes; its replication slot or binlog "
+        "position waits where it stopped.",
+        fires=Case("deleted at 5 minutes, the worker answering", {
+            f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale", f"cdcwatch_up{{{_WORKER}}}": "1x45"},
+            labels=labels_of(CONNECT), value=1),
+        quiet=Case("listed", {f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x45", f"cdcwatch_up{{{_WORKER}}}": "1x45"}),
+        since="5m",
+        more=(Case("renamed at 5 minutes, the same topic.prefix: not lost", {
+                  f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale",
+                  f'cdcwatch_connect_connector_info{{{_RENAMED}}}': "_x5 1x40", f"cdcwatch_up{{{_WORKER}}}": "1x45"}),
+              Case("the worker down: its own alert, not this one", {
+                  f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale", f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40"}),
+              Case("created again a minute ago after 14 minutes gone: firing on while its pipeline catches up", {
+                  f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale _x13 1x30", f"cdcwatch_up{{{_WORKER}}}": "1x45"},
+                  labels=labels_of(CONNECT), value=1),
+              Case("created again 6 minutes ago: resolved", {
+                  f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale _x8 1x30", f"cdcwatch_up{{{_WORKER}}}": "1x45"})),
         through_recovery=True,
     ),
     Alert(

@@ -5,12 +5,14 @@
 one: changes in flight never reach it. Confirmation waits for the freshness gate (`freshness_url`): while it stays
 closed with rows differing, a divergence would go unreported, which its own warning says."""
 
+# ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
+
 from cdcwatch.mixin.alerts.examples import EXPORTER
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
 
 __all__ = ["GROUP"]
 
-PAIR = f'{EXPORTER},target="customers"'
+PAIR = f'{EXPORTER},target="customers",server="inventory"'
 _DIVERGED = "cdcwatch_reconcile_rows_diverged"
 _SUSPECT = "cdcwatch_reconcile_rows_suspect"
 _GATE = "cdcwatch_reconcile_freshness_gate_open"
@@ -29,7 +31,7 @@ def _held(suspects: str, gate: str) -> dict[str, str]:
 ALERTS = (
     Alert(
         "CdcReconcileTargetDiverged",
-        "sum by (job, instance, target) (cdcwatch_reconcile_rows_diverged{%(cdcwatch)s}) > 0",
+        "sum by (job, instance, target, server) (cdcwatch_reconcile_rows_diverged{%(cdcwatch)s}) > 0",
         "critical", "instant",
         "The target of {{ $labels.target }} no longer holds what the source holds",
         "{{ $value | humanize }} rows of the table pair {{ $labels.target }} differ between source and target, confirmed by "
@@ -43,7 +45,7 @@ ALERTS = (
     Alert(
         "CdcReconcileCannotConfirm",
         """
-        max by (job, instance, target) (cdcwatch_reconcile_rows_suspect{%(cdcwatch)s}) > 0
+        max by (job, instance, target, server) (cdcwatch_reconcile_rows_suspect{%(cdcwatch)s}) > 0
         and on (job, instance, target)
         max by (job, instance, target) (cdcwatch_reconcile_freshness_gate_open{%(cdcwatch)s}) == 0
         """,
@@ -63,7 +65,7 @@ ALERTS = (
     ),
     Alert(
         "CdcReconcileSchemaDrift",
-        "max by (job, instance, target) (cdcwatch_reconcile_oldest_missing_column_age_seconds{%(cdcwatch)s}) > %(schema_drift_seconds)s",
+        "max by (job, instance, target, server) (cdcwatch_reconcile_oldest_missing_column_age_seconds{%(cdcwatch)s}) > %(schema_drift_seconds)s",
         "warning", "instant",
         "A source column of {{ $labels.target }} never reached the target",
         "A column of the source table of {{ $labels.target }} has been missing in the target for {{ $value | "
