@@ -114,8 +114,9 @@ def kill_connect_between_flushes(stack: Any, attempts: int = 3, after_flush: flo
             continue  # the connector is slow right now: try after the next flush
         if time.monotonic() - seen > max(interval / 2, after_flush + 2):
             continue
+        frozen = time.time()  # the outage starts as the worker is frozen, before the kill and its exit
         if stack.connect.kill_unless_flushed_since(flushed):
-            return time.time()
+            return frozen
     raise RuntimeError(f"no kill fell between two offset flushes in {attempts} attempts: nothing to re-deliver")
 
 
@@ -471,13 +472,16 @@ def _sink_task_state(stack: Any) -> str:
 
 def _reject_in_target(stack: Any) -> float:
     """A CHECK constraint in the target that a row the source then writes breaks: the JDBC sink tolerates no write
-    error (errors.tolerance covers conversion only), so its task fails after its retries; returns when it did."""
-    from devstack.procs import wait_for
+    error (errors.tolerance covers conversion only), so its task fails after its retries; returns a time before it
+    did and after the last poll that saw it running began: the fault's start, not the poll's latency."""
+    from devstack.procs import wait_until_seen
 
     stack.target.sql("ALTER TABLE customers ADD CONSTRAINT demo_reject CHECK (name <> 'rejected') NOT VALID")
+    written = time.time()
     stack.source.sql("UPDATE customers SET name = 'rejected', updated_at = now() WHERE id = 1")
-    wait_for(lambda: _sink_task_state(stack) == "FAILED", 120, "the sink task to fail", interval=0.5)
-    return time.time()
+    failed_after, _ = wait_until_seen(lambda: _sink_task_state(stack) == "FAILED", written, 120, "the sink task to fail",
+                                      interval=0.5)
+    return failed_after
 
 
 def _accept_in_target(stack: Any) -> None:
@@ -512,11 +516,14 @@ def _poison_pill(stack: Any) -> None:
 _DRIFT_COLUMN = "segment"
 
 
-def _add_uncarried_column(stack: Any) -> None:
+def _add_uncarried_column(stack: Any) -> float:
     """A column added at the source, then a change carrying it: the sink (no schema evolution, its field list fixed)
-    drops the column's values without a word."""
+    drops the column's values without a word. Returns when the ALTER began: a pass may see the column from its
+    commit on."""
+    started = time.time()
     stack.source.sql(f"ALTER TABLE customers ADD COLUMN {_DRIFT_COLUMN} text DEFAULT 'retail'")
     stack.source.sql("UPDATE customers SET updated_at = now() WHERE id = 2")
+    return started
 
 
 def _drop_uncarried_column(stack: Any) -> None:

@@ -142,9 +142,9 @@ def promtool_check(text: str) -> None:
 
 def process_start_time(pid: int) -> float:
     """When a process started (Unix seconds, within 10 ms), read from /proc: its start in clock ticks after boot
-    (field 22 of /proc/<pid>/stat) plus the boot time, as now minus /proc/uptime (/proc/stat's btime is whole
-    seconds)."""
-    boot = time.time() - float(Path("/proc/uptime").read_text().split()[0])
+    (field 22 of /proc/<pid>/stat) plus the boot time, as the wall clock less the time since boot, read back to back
+    (a file read between them would count its own delay; /proc/stat's btime is whole seconds)."""
+    boot = time.clock_gettime(time.CLOCK_REALTIME) - time.clock_gettime(time.CLOCK_BOOTTIME)
     ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
     return boot + ticks / os.sysconf("SC_CLK_TCK")
 

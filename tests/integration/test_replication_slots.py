@@ -210,24 +210,31 @@ def test_wal_position_and_the_runway_of_a_stopped_slot(postgres, stack_dir, serv
             [series] = api.get("/api/v1/query", query=f"{RUNWAY}{selector}[3s]")["result"]
             evaluated, runway = series["values"][-1][0], float(series["values"][-1][1])
             [rate] = api.query(WAL_RATE)
+            # what the test wrote over the same time as the samples the rate is of (up to this query)
+            written = (_lsn(postgres) - written_from) / (time.time() - started)
             assert 5 < runway < 60, runway
 
             fired_at = lost_at = None
+            reserved_at = time.time()  # the start of the last poll that saw the slot's WAL still kept
             deadline = time.time() + runway + 30
             while lost_at is None and time.time() < deadline:
+                polled = time.time()
                 status = postgres.sql(f"SELECT wal_status FROM pg_replication_slots WHERE slot_name = '{RUNWAY_SLOT}'")
                 if status in ("unreserved", "lost"):
                     lost_at = time.time()
-                elif fired_at is None and api.query(
+                    break
+                reserved_at = polled
+                if fired_at is None and api.query(
                         f'ALERTS{{alertname="CdcPostgresSlotRunwayCritical", alertstate="firing", slot="{RUNWAY_SLOT}"}}'):
                     fired_at = time.time()
                 time.sleep(0.1)
-            written = (_lsn(postgres) - written_from) / (time.time() - started)
         assert lost_at is not None, "the slot never became unreserved"
         # the WAL rate the rules use is the rate the test wrote
         assert abs(float(rate["value"][1]) - written) <= 0.05 * written, (rate, written)
-        # predicted within a scrape interval and a WAL writer round (the effect: tens of seconds)
-        assert abs(lost_at - (evaluated + runway)) <= 2.0, (lost_at - evaluated, runway)
+        # predicted within a scrape interval and a WAL writer round (the effect: tens of seconds); the loss came after
+        # the last poll that saw the WAL kept began and before the poll that saw it lost ended, however long each took
+        predicted = evaluated + runway
+        assert reserved_at - 2.0 <= predicted <= lost_at + 2.0, (reserved_at - evaluated, lost_at - evaluated, runway)
         # the alert waits for the slot to hold more WAL than it has left, then for its `for`: still before the loss
         assert fired_at is not None and fired_at < lost_at, (fired_at, lost_at)
     finally:
