@@ -31,6 +31,7 @@ from cdcwatch.connect.collector import CONNECT_METRICS, ConnectCollector
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
 from cdcwatch.debezium import DEBEZIUM_METRICS, DebeziumCollector, mapping
 from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
+from cdcwatch.delta.collector import DELTA_METRICS, DeltaCollector, DeltaTableConfig
 from cdcwatch.jmx import make_client
 from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.mysql.binlog import BINLOG_METRICS, BinlogCollector
@@ -187,6 +188,12 @@ def _canary_reference() -> list[str]:
                     list(CANARY_METRICS.values()))]
 
 
+def _delta_reference() -> list[str]:
+    return ["### Delta Lake tables (transaction log)", "",
+            *_table("Every series carries the label target (the table's name) and the table's static labels.",
+                    list(DELTA_METRICS.values()))]
+
+
 def _connect_stage(spec: MetricSpec) -> str:
     return "connect_jmx" if spec in CONNECT_JMX_METRICS.values() or spec.source.startswith("JMX") else "connect_rest"
 
@@ -228,6 +235,10 @@ COLLECTORS: Registry = (
                    (CANARY_METRICS,), _canary_reference, series_labels=("server", "topic"),
                    stages=(Stage("canary", "The target's freshness from a canary row, for any sink (`canary` "
                                  "entries)."),)),
+    CollectorEntry("delta", DeltaTableConfig, "Delta Lake tables a pipeline applies changes to, read from their "
+                   "transaction log (no JVM, no Spark).", "delta table", "the table's storage", DeltaCollector,
+                   (DELTA_METRICS,), _delta_reference,
+                   stages=(Stage("delta", "Delta Lake tables from their transaction log (`delta` entries)."),)),
 )
 """Every kind of target, in the order the collectors are built and the reference documents them."""
 

@@ -52,6 +52,8 @@ __all__ = [
     "StatusSettings",
     "StrictModel",
     "DebeziumTargetConfig",
+    "check_labels",
+    "check_name",
     "load_yaml_model",
     "parse_yaml_model",
 ]
@@ -162,13 +164,13 @@ class JmxSettings(StrictModel):
         return f"service:jmx:rmi:///jndi/rmi://{host}:{self.port}/jmxrmi"
 
 
-def _check_name(value: str) -> str:
+def check_name(value: str) -> str:
     if not _TARGET_NAME.match(value):
         raise ValueError("use letters, digits, '_', '.', ':' or '-'")
     return value
 
 
-def _check_labels(value: dict[str, str]) -> dict[str, str]:
+def check_labels(value: dict[str, str]) -> dict[str, str]:
     """Prometheus label names. Whether a name is one the target's collector sets itself is the registry's to say
     (`cdcwatch.validation`)."""
     for name in value:
@@ -185,9 +187,9 @@ class DebeziumTargetConfig(StrictModel):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this target.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this target.")
 
-    _name = field_validator("name")(_check_name)
+    _name = field_validator("name")(check_name)
 
-    _labels = field_validator("labels")(_check_labels)
+    _labels = field_validator("labels")(check_labels)
 
 
 def _check_regexes(patterns: Any) -> Any:
@@ -253,11 +255,11 @@ class KafkaClusterConfig(StrictModel):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this cluster.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this cluster.")
 
-    _name = field_validator("name")(_check_name)
+    _name = field_validator("name")(check_name)
 
     _topic_servers = field_validator("topic_servers")(lambda value: _check_regexes(value))
 
-    _labels = field_validator("labels")(_check_labels)
+    _labels = field_validator("labels")(check_labels)
 
 
 class ConnectWorkerConfig(StrictModel):
@@ -272,8 +274,8 @@ class ConnectWorkerConfig(StrictModel):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this worker.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this worker.")
 
-    _name = field_validator("name")(_check_name)
-    _labels = field_validator("labels")(_check_labels)
+    _name = field_validator("name")(check_name)
+    _labels = field_validator("labels")(check_labels)
 
     @field_validator("url")
     @classmethod
@@ -317,8 +319,8 @@ class PostgresSourceConfig(StrictModel):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this source.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this source.")
 
-    _name = field_validator("name")(_check_name)
-    _labels = field_validator("labels")(_check_labels)
+    _name = field_validator("name")(check_name)
+    _labels = field_validator("labels")(check_labels)
 
     @model_validator(mode="after")
     def _client_certificate(self) -> PostgresSourceConfig:
@@ -350,8 +352,8 @@ class MysqlSourceConfig(StrictModel):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this source.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this source.")
 
-    _name = field_validator("name")(_check_name)
-    _labels = field_validator("labels")(_check_labels)
+    _name = field_validator("name")(check_name)
+    _labels = field_validator("labels")(check_labels)
 
 
 class TableConfig(StrictModel):
@@ -446,8 +448,8 @@ class CanaryConfig(StrictModel):
     timeout_seconds: float = Field(5.0, gt=0, le=120, description="Deadline of one collection from this canary.")
     labels: dict[str, str] = Field(default_factory=dict, description="Static labels added to every series of this canary.")
 
-    _name = field_validator("name")(_check_name)
-    _labels = field_validator("labels")(_check_labels)
+    _name = field_validator("name")(check_name)
+    _labels = field_validator("labels")(check_labels)
 
     @model_validator(mode="after")
     def _sides(self) -> CanaryConfig:
@@ -502,8 +504,8 @@ class ReconcileConfig(StrictModel):
         "Static labels added to every series of this pair; `server: <topic.prefix>` names the pipeline it checks "
         "(taken from `freshness_labels` when not set here)."))
 
-    _name = field_validator("name")(_check_name)
-    _labels = field_validator("labels")(_check_labels)
+    _name = field_validator("name")(check_name)
+    _labels = field_validator("labels")(check_labels)
 
     @property
     def series_labels(self) -> dict[str, str]:

@@ -25,6 +25,13 @@ except ModuleNotFoundError:  # the no-extras check (scripts/check-no-extras.sh):
     (the tests of other modules that read what `mixin generate` writes carry the `dashboards` marker instead)."""
 
 
+try:
+    import deltalake  # noqa: F401
+except ModuleNotFoundError:  # the no-extras check: no pyarrow, no Delta writer
+    collect_ignore = [*globals().get("collect_ignore", []), "unit/test_delta_log.py", "unit/test_delta_collector.py"]
+    """Modules that write real Delta tables to read them back (deltalake, pyarrow: the `delta` and `test` extras)."""
+
+
 LONGEST_FIRST = ("test_demo.py", "test_chaos.py", "test_spark_cluster.py", "test_spark_data_loss.py",
                  "test_spark_apply.py", "test_image.py", "test_chart_stages.py", "test_connect.py",
                  "test_debezium_postgres.py", "test_observability.py", "test_replication_slots.py", "test_reconcile.py",
