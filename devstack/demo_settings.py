@@ -25,7 +25,8 @@ APPLY_RATE = 2000
 APPLY_LAG_THRESHOLD_SECONDS = 15
 DEMO_DURATIONS = {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s", "freshness_window": "15s",
                   "recovery": "20s"}
-DEMO_THRESHOLDS = {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": 30,
+SPARK_FRESHNESS_SECONDS = 30
+DEMO_THRESHOLDS = {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": SPARK_FRESHNESS_SECONDS,
                    "kafka_lag_seconds": 30, "debezium_lag_seconds": 30, "freshness_idle_proof_seconds": 10}
 DEMO_MIXIN = {"durations": DEMO_DURATIONS, "thresholds": DEMO_THRESHOLDS}
 """The demo's alert timings: seconds instead of minutes, so a scenario shows its alert quickly."""

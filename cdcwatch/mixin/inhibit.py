@@ -62,6 +62,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("the pipeline is stalled at a stage (the first from the source): how stale its end is, which the stall "
                "explains", ("CdcPipelineStalled",), tuple(a for a in _DOWNSTREAM if a != "CdcPipelineStalled"),
                ("server",)),
+    Inhibition("the pipeline's target is stale: its consumer group's stall, the same outage seen from Kafka (a frozen "
+               "or hung apply job or sink)", ("CdcSparkFreshnessTooOld", "CdcCanaryStale"),
+               ("CdcKafkaConsumerNotProgressing",), ("server",)),
     Inhibition("the apply job applies changes late: the end-to-end objective's warning about the same query (one "
                "notification about one number)", ("CdcSparkApplyLagHigh",), ("CdcPipelineStageSlow",),
                ("job", "instance", "query", "server")),

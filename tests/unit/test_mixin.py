@@ -31,7 +31,7 @@ from cdcwatch.mixin.rules import expression, metrics_in, promtool_tests, rule_gr
 from cdcwatch.mixin.stages import STAGES, stages_of
 from cdcwatch.mixin.templates import render_annotation
 from cdcwatch.reference import DOCS_PAGES, metric_types
-from devstack.scenarios import SCENARIOS
+from devstack.scenarios import SCENARIOS, fault_matrix
 from tests.tools import ROOT, tool
 
 CONFFILES = ROOT / "tests" / "conffiles"
@@ -243,6 +243,12 @@ def test_the_runbook_names_the_alerts_the_integration_tests_prove_live(heading: 
     proven -= {a for s in SCENARIOS.values() for a in (*s.quiet, *s.covered)} - {s.alert for s in SCENARIOS.values()}
     line = next(li for li in (ROOT / "docs" / "runbook.md").read_text().splitlines() if li.startswith(heading))
     assert proven and set(line.removeprefix(heading).split(", ")) == proven
+
+
+def test_the_runbook_has_the_fault_matrix_the_demo_tests_check() -> None:
+    """The faults, their pages and what they keep from paging, as the demo's scenarios define and its tests check
+    them: paste `devstack.scenarios.fault_matrix()` into the runbook when a scenario changes."""
+    assert "\n".join(fault_matrix()) in (ROOT / "docs" / "runbook.md").read_text(encoding="utf-8")
 
 
 SHAPES = {

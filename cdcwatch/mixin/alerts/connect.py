@@ -59,6 +59,9 @@ ALERTS = (
         # without the REST API, the worker's JMX alone (collected by the debezium collector)
         shaped=lambda stages: (None if "connect_rest" in stages else "" if "debezium" not in stages
                                else 'min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="debezium"}) == 0'),
+        # once the worker answers, its connectors start again and register their beans: its inhibition of their
+        # alerts (CdcDebeziumMetricsVanished while a task starts) lasts through that
+        through_recovery=True,
     ),
     Alert(
         "CdcConnectTaskFailed",

@@ -145,17 +145,32 @@ ALERTS = (
                    {f"{_FRESHNESS}{{{_Q}}}": "2x10 stale"}, at="30m",
                    labels=labels_of('query="apply",server="inventory"'), value=2 + 20 * 60),
               Case("the driver's series vanish and come back fresh", {f"{_FRESHNESS}{{{_Q}}}": "2x10 stale _x3 2x20"},
-                   at="30m")),
+                   at="30m"),
+              Case("fresh again a minute ago: firing on while what it inhibits catches up", {
+                  f"{_FRESHNESS}{{{_Q}}}": "900x18 2x21"}, labels=labels_of('query="apply",server="inventory"'),
+                  value=900),
+              Case("fresh again 6 minutes ago: resolved", {f"{_FRESHNESS}{{{_Q}}}": "900x13 2x26"})),
+        # a frozen job's consumer group, which this inhibits, commits its backlog in bursts for a while after it
+        through_recovery=True,
     ),
     Alert(
         "CdcSparkDriverAbsent",
-        "absent(cdcwatch_spark_query_state{%(spark)s})",
+        # a driver seen within `durations.memory` that stopped answering (frozen, killed) is CdcSparkFreshnessTooOld's
+        # page, which names its query and server: this one is for a job never seen, or gone longer than that
+        """
+        absent(cdcwatch_spark_query_state{%(spark)s})
+        unless on () count(last_over_time(cdcwatch_spark_freshness_seconds{%(spark)s}[%(memory)s]))
+        """,
         "critical", "warning",
         "No Spark apply job reports its metrics",
-        "No series of the Spark listener ({{ $labels.job }}) has reached Prometheus for %(for)s: the apply job's "
-        "driver is gone from discovery, or never started. Nothing is applied.",
+        "No series of the Spark listener ({{ $labels.job }}) has reached Prometheus for %(for)s, nor any in the last "
+        "%(memory)s: the apply job's driver is gone from discovery, or never started. Nothing is applied.",
         fires=Case("nothing reports", {}, labels=labels_of(SPARK.split(",instance")[0]), value=1),
-        quiet=Case("a query reports", {f'cdcwatch_spark_query_state{{{SPARK},state="active"}}': "1x40"}),
+        quiet=Case("a query reports", {f'cdcwatch_spark_query_state{{{SPARK},state="active"}}': "1x40",
+                                        f"{_FRESHNESS}{{{_Q}}}": "2x40"}),
+        more=(Case("the driver stopped answering 10 minutes ago: the stale target is the page", {
+                   f'cdcwatch_spark_query_state{{{SPARK},state="active"}}': "1x9 stale",
+                   f"{_FRESHNESS}{{{_Q}}}": "2x9 stale"}),),
     ),
     Alert(
         "CdcSparkDuplicatesHigh",
