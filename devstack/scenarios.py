@@ -700,7 +700,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("sink-paused", "pause the JDBC sink through Connect REST: Kafka holds newer canaries than the target, "
              "whose canary ages; the stale canary names the sink; resume", "CdcCanaryStale", {"stage": "sink"},
              _pause_sink, _resume_sink, settle_seconds=float(CANARY_AGE_SECONDS),
-             sink="jdbc"),
+             sink="jdbc",
+             more_pages="the paused sink pages first (`CdcConnectTaskNotRunning`), then its consumer group's stop "
+                        "(`CdcKafkaConsumerNotProgressing`): a sink connector carries no `server` yet, so neither "
+                        "its alert's inhibitions nor the stale canary's reach them"),
     Scenario("dead-letter", f"a record no converter reads in {CHANGES_TOPIC}: the sink (errors.tolerance=all) sends "
              "it to its dead letter queue and commits on, its consumer lag 0; the alert resolves once no more come",
              "CdcConnectSinkDeadLettering", {"connector": SINK_CONNECTOR}, _poison_pill, lambda stack: None,
