@@ -56,7 +56,8 @@ ALERTS = (
         "warning", "warning",
         "Replication slot {{ $labels.slot }} holds back too much WAL",
         "Slot {{ $labels.slot }} keeps {{ $value | humanize1024 }}B of WAL (threshold %(slot_retained_wal_bytes)s "
-        "bytes); the database disk fills while its connector lags.",
+        "bytes); the database disk fills while its connector lags, or while a caught-up connector on quiet tables "
+        "confirms no newer position (no heartbeat.action.query: see the runbook).",
         fires=Case("20 GB", {f"cdcwatch_postgres_replication_slot_retained_wal_bytes{{{SLOT}}}": "20000000000x40"},
                    labels=labels_of(SLOT), value=20000000000),
         quiet=Case("1 MB", {f"cdcwatch_postgres_replication_slot_retained_wal_bytes{{{SLOT}}}": "1000000x40"}),
