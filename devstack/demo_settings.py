@@ -24,7 +24,7 @@ APPLY_RATE = 2000
 """Records per micro-batch (about per second): a burst larger than this builds real apply lag."""
 APPLY_LAG_THRESHOLD_SECONDS = 15
 DEMO_DURATIONS = {"critical": "10s", "warning": "15s", "instant": "2s", "stalled": "60s", "freshness_window": "15s",
-                  "recovery": "20s"}
+                  "recovery": "20s", "catch_up": "5s"}
 SPARK_FRESHNESS_SECONDS = 30
 DEMO_THRESHOLDS = {"spark_apply_lag_seconds": APPLY_LAG_THRESHOLD_SECONDS, "spark_freshness_seconds": SPARK_FRESHNESS_SECONDS,
                    "kafka_lag_seconds": 30, "debezium_lag_seconds": 30, "freshness_idle_proof_seconds": 10}

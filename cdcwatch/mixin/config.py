@@ -132,13 +132,17 @@ class Durations(StrictModel):
     """How long a Kafka Connect connector's or task's alert (FAILED, PAUSED, UNASSIGNED) keeps firing once it runs
     again (`keep_firing_for`): the alerts on its pipeline's staleness stay inhibited while it catches up with its
     backlog, so a recovery does not page again."""
+    catch_up: str = "1m"
+    """How long a stale target's alert (`CdcSparkFreshnessTooOld`) keeps firing once fresh again: the stall of its
+    consumer group, which it inhibits, clears as the group's status window fills with commits. Shorter than
+    `recovery`, so that it ends before a Connect outage's alert, which inhibits it, does."""
     scrape_gap: str = "2m"
     """How long the replication slot alerts read a slot's last values when its scrapes fail (a source too busy to
     answer within the target's deadline, which is when its WAL piles up): a failed scrape does not restart their
     `for`. At least two scrape intervals; a dropped slot's alert resolves this much later."""
 
     @field_validator("critical", "warning", "instant", "memory", "stalled", "freshness_window", "abandoned",
-                     "loss_window", "recovery", "scrape_gap")
+                     "loss_window", "recovery", "catch_up", "scrape_gap")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):

@@ -135,7 +135,7 @@ def rule_groups(config: MixinConfig) -> dict[str, Any]:
             *({"record": r.record, "expr": expression(r.expr_for(stages), config),
                **({"labels": dict(r.labels)} if r.labels else {})} for r in group.recordings),
             *({"alert": a.name, "expr": expression(a.expr_for(stages), config), "for": a.for_(config),
-               **({"keep_firing_for": config.durations.recovery} if a.through_recovery else {}),
+               **({"keep_firing_for": keep} if (keep := a.keep_firing_for(config)) else {}),
                "labels": {"severity": a.severity}, "annotations": alert_annotations(a, config)} for a in group.alerts)]}
         for group in deployed_groups(config)]}
 

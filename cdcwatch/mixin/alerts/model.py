@@ -141,6 +141,15 @@ class Alert:
     """An outage whose alert inhibits the alerts on its pipeline's staleness: it keeps firing for
     `durations.recovery` once its condition ends (`keep_firing_for`), so they stay inhibited while the pipeline
     catches up with its backlog, and page only if it is still stale then."""
+    through_catch_up: bool = False
+    """A stale target whose alert inhibits its consumer group's stall: it keeps firing for `durations.catch_up` once
+    fresh again, while the group's status window fills with commits; shorter than `durations.recovery`, so it ends
+    before the outage alerts that inhibit it do."""
+
+    def keep_firing_for(self, config: MixinConfig) -> str | None:
+        if self.through_recovery:
+            return config.durations.recovery
+        return config.durations.catch_up if self.through_catch_up else None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "expr", promql(self.expr))

@@ -146,12 +146,12 @@ ALERTS = (
                    labels=labels_of('query="apply",server="inventory"'), value=2 + 20 * 60),
               Case("the driver's series vanish and come back fresh", {f"{_FRESHNESS}{{{_Q}}}": "2x10 stale _x3 2x20"},
                    at="30m"),
-              Case("fresh again a minute ago: firing on while what it inhibits catches up", {
-                  f"{_FRESHNESS}{{{_Q}}}": "900x18 2x21"}, labels=labels_of('query="apply",server="inventory"'),
+              Case("fresh again at this evaluation: firing on while the stall it inhibits clears", {
+                  f"{_FRESHNESS}{{{_Q}}}": "900x18 2x21"}, at="19m", labels=labels_of('query="apply",server="inventory"'),
                   value=900),
-              Case("fresh again 6 minutes ago: resolved", {f"{_FRESHNESS}{{{_Q}}}": "900x13 2x26"})),
-        # a frozen job's consumer group, which this inhibits, commits its backlog in bursts for a while after it
-        through_recovery=True,
+              Case("fresh again 2 minutes ago: resolved", {f"{_FRESHNESS}{{{_Q}}}": "900x17 2x22"})),
+        # a frozen job's consumer group, which this inhibits, reads STALL until its status window sees commits again
+        through_catch_up=True,
     ),
     Alert(
         "CdcSparkDriverAbsent",
