@@ -24,7 +24,7 @@ nice -n 10 scripts/check-no-extras.sh >.cdcwatch/check-no-extras.log 2>&1 &
 no_extras=$!
 status=0
 # each module whole on one worker (its servers started once), in the order tests/conftest.py gives them
-.venv/bin/python -m pytest -m "integration or spark or preview or chart" -n 2 --dist loadfile --no-loadscope-reorder \
+.venv/bin/python -m pytest -m "integration or spark or preview or chart or dashboards or delta" -n 2 --dist loadfile --no-loadscope-reorder \
   || status=$?
 no_extras_status=0
 wait "$no_extras" || no_extras_status=$?

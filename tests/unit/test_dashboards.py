@@ -30,6 +30,8 @@ from cdcwatch.mixin.stages import STAGES
 from cdcwatch.reference import metric_types
 from tests.tools import ROOT
 
+pytestmark = pytest.mark.dashboards  # builds the dashboards (the dashboards extra): the main suite runs them
+
 _ALERTS = {a.name: a for a in ALERTS}
 # every threshold moved off its default, so a hard-coded default cannot pass
 _MOVED = MixinConfig.model_validate({"thresholds": {k: v * 3 + 1 for k, v in Thresholds().model_dump().items()}})

@@ -12,12 +12,15 @@ from pathlib import Path
 from wsgiref.util import setup_testing_defaults
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from cdcwatch.exporter import Exporter, build_collectors
 from cdcwatch.server import build_app
 from cdcwatch.validation import parse_config
 from devstack.samples import parse, value
+
+pytestmark = pytest.mark.delta  # deltalake and pyarrow: the test extra (the main suite runs them)
 
 COMMITTED = datetime(2026, 12, 1, 10, 0, 0, 250000, tzinfo=UTC)
 

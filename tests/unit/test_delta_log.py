@@ -23,6 +23,8 @@ from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 from cdcwatch.delta import DEFAULT_SMALL_FILE_BYTES, DeltaLog, DeltaLogError, TableState
 
+pytestmark = pytest.mark.delta  # deltalake and pyarrow: the test extra (the main suite runs them)
+
 START = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
 

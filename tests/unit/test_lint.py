@@ -13,6 +13,8 @@ from cdcwatch.mixin import RULES_FILE, MixinConfig
 from cdcwatch.mixin.dashboards import build_dashboards
 from tests.tools import ROOT, tool
 
+pytestmark = pytest.mark.dashboards  # builds the dashboards (the dashboards extra): the main suite runs them
+
 PINT_CONFIG = ROOT / "alerts" / "pint.hcl"
 
 
