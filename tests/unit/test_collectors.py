@@ -26,6 +26,7 @@ _ONE_TARGET = {
                   "    target: {engine: postgres, user: u, table: public.t}\n"),
     "canary": ("  - name: a\n    server: s\n    interval_seconds: 10\n"
                "    target: {engine: postgres, user: u, table: public.cdc_canary}\n"),
+    "delta": "  - name: a\n    uri: /lake/t\n",
 }
 """A minimal target of each section (the test fails for a section without one: a new collector adds its own)."""
 
@@ -110,7 +111,7 @@ def test_the_labels_only_other_collectors_and_cdcwatchs_own_series_carry_are_fre
     own = entry.reserved_labels()
     others = {label for other in COLLECTORS for label in other.reserved_labels()}
     free = sorted((others | {label for spec in SELF_METRICS.values() for label in spec.labels}) - set(own))
-    assert free and ("database" in free) == (entry.kind in ("kafka", "reconcile", "canary"))
+    assert free and ("database" in free) == (entry.kind in ("kafka", "reconcile", "canary", "delta"))
     assert _refusal(entry.section, "{" + ", ".join(f"{label}: x" for label in free) + "}") == []
 
 

@@ -56,5 +56,5 @@ def test_every_documented_default_is_the_default(tmp_path):
 REQUIRED = {"debezium": {"name", "jmx"}, "kafka": {"name", "bootstrap_servers"},
             "connect": {"name", "url", "username", "password", "jmx"}, "postgres": {"name", "password"},
             "mysql": {"name", "user", "password"}, "reconcile": {"name", "source", "target", "freshness_canary"},
-            "canary": {"name", "server", "interval_seconds", "source", "target"}}
+            "canary": {"name", "server", "interval_seconds", "source", "target"}, "delta": {"name", "uri"}}
 """Per list section: the keys the example sets that are no defaults (required, or from its example values)."""
