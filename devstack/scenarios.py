@@ -600,11 +600,15 @@ def _drift(stack: Any) -> float:
     return time.time()
 
 
+def _freshness_seconds(prometheus: str) -> float:
+    """The demo pipeline's freshness as Prometheus last saw it (0 without a reading)."""
+    return _query(prometheus, f'max(cdcwatch_spark_freshness_seconds{{server="{SERVER}"}})') or 0.0
+
+
 def _freshness_headroom(prometheus: str) -> float:
     """Beyond its `for`, a frozen apply job's stale-target alert waits for the freshness it last reported to cross
     the threshold: the headroom left at the freeze."""
-    freshness = _query(prometheus, f'max(cdcwatch_spark_freshness_seconds{{server="{SERVER}"}})') or 0.0
-    return max(SPARK_FRESHNESS_SECONDS - freshness, 0.0)
+    return max(SPARK_FRESHNESS_SECONDS - _freshness_seconds(prometheus), 0.0)
 
 
 def _drift_late_seconds(prometheus: str) -> float:
@@ -612,8 +616,7 @@ def _drift_late_seconds(prometheus: str) -> float:
     the next one, and each re-check counts once the pipeline has applied what the source committed after it (the
     freshness gate): two passes, the pause between them and the pipeline's freshness, as Prometheus last saw them."""
     passes = _query(prometheus, f'max(cdcwatch_reconcile_pass_duration_seconds{{target="{RECONCILE_PAIR}"}})') or 0.0
-    freshness = _query(prometheus, f'max(cdcwatch_spark_freshness_seconds{{server="{SERVER}"}})') or 0.0
-    return 2 * passes + 1 + freshness
+    return 2 * passes + 1 + _freshness_seconds(prometheus)
 
 
 def _repair_drift(stack: Any) -> None:

@@ -52,7 +52,8 @@ class DeltaTableConfig(StrictModel):
     def _uri(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("give the table's root directory (the one holding _delta_log/) or its URL")
-        if "@" in value.split("://", 1)[-1].split("/", 1)[0] and not value.startswith(("abfs://", "abfss://")):
+        scheme, _, rest = value.partition("://")
+        if rest and "@" in rest.split("/", 1)[0] and scheme not in ("abfs", "abfss"):
             raise ValueError("credentials do not belong in the URI: let the object store's default credential chain "
                              "(environment, instance role) supply them")
         return value
