@@ -10,12 +10,17 @@ from pathlib import Path
 
 from devstack.procs import ServerProcess, free_port, jvm_dir, port_open, python_env
 
-__all__ = ["ApplyJob", "ConnectServer", "spark_kafka_jars"]
+__all__ = ["ApplyJob", "ConnectServer", "spark_jars", "spark_kafka_jars"]
+
+
+def spark_jars(*parts: str) -> str:
+    """The jars of `parts` of devstack/jvm/pom.xml, as resolved: Spark's `--jars` value."""
+    return ",".join(str(jar) for part in parts for jar in sorted(jvm_dir(part).glob("*.jar")))
 
 
 def spark_kafka_jars() -> str:
-    """spark-sql-kafka and its dependencies, as resolved from devstack/jvm/pom.xml: Spark's `--jars` value."""
-    return ",".join(str(jar) for jar in sorted(jvm_dir("spark-kafka").glob("*.jar")))
+    """spark-sql-kafka and its dependencies: Spark's `--jars` value."""
+    return spark_jars("spark-kafka")
 
 
 class ApplyJob:
@@ -30,7 +35,8 @@ class ApplyJob:
                         "--subscribe-pattern", pattern, "--target", target_dsn, "--checkpoint", str(state_dir / "checkpoint"),
                         "--master", master, "--query-name", query_name, "--metrics-address", "127.0.0.1",
                         "--metrics-port", str(self.metrics_port),
-                        "--jars", spark_kafka_jars(), *extra_args]
+                        "--jars", spark_jars("spark-kafka", *(["delta"] if target_dsn.startswith("delta:") else [])),
+                        *extra_args]
         self.server = ServerProcess("the apply job", self.log)
         self.env = env or {}
         """Added to the job's environment (e.g. a cluster's SPARK_CONF_DIR and the executors' PYSPARK_PYTHON)."""

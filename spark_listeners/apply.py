@@ -1,8 +1,9 @@
-"""The reference CDC apply job: Debezium topics in Kafka → Spark Structured Streaming → PostgreSQL.
+"""The reference CDC apply job: Debezium topics in Kafka → Spark Structured Streaming → PostgreSQL or Delta Lake.
 
 Reads the topics with Spark's own Kafka source (spark-sql-kafka, from `--jars` or the cluster's
 classpath), decodes every record with the cdcwatch event model, and merges
-each micro-batch into the target guarded by source position (`target.PostgresTarget`). The cdcwatch
+each micro-batch into the target guarded by source position (`target.PostgresTarget`, or with
+`--target delta:ROOT` one typed Delta table per source table, `delta_target.DeltaTarget`). The cdcwatch
 listener is attached: apply lag, freshness, duplicates, stale and malformed events on /metrics.
 Run as `cdcwatch-apply` (or `python -m spark_listeners.apply`); bad flags exit 2 before Spark starts.
 """
@@ -24,12 +25,15 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict
 
 from cdcwatch.spark import DEFAULT_METRICS_ADDRESS, DEFAULT_METRICS_PORT
+from spark_listeners.delta_target import DeltaMissing
 
 __all__ = ["ApplySettings", "KafkaSourceMissing", "build_query", "require_kafka_source", "main", "run_apply", "spark_session"]
 
 log = logging.getLogger("cdcwatch.apply")
 
 _EXIT_CONFIG = 2
+DELTA_PREFIX = "delta:"
+"""`--target delta:ROOT`: Delta Lake tables under ROOT (a path, or a URL of a filesystem Spark reads)."""
 
 
 @dataclass
@@ -55,9 +59,15 @@ class ApplySettings:
     """Keep serving /metrics this long after the query failed, so Prometheus records the failure."""
     kafka_options: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def delta_root(self) -> str | None:
+        """Where the Delta tables live, when the target is Delta Lake."""
+        return self.target_dsn[len(DELTA_PREFIX):] if self.target_dsn.startswith(DELTA_PREFIX) else None
 
-def spark_session(master: str, app_name: str = "cdcwatch-apply", jars: tuple[str, ...] = ()) -> Any:
-    """A session on `master` with `jars`; local runs bind to loopback and keep shuffles small."""
+
+def spark_session(master: str, app_name: str = "cdcwatch-apply", jars: tuple[str, ...] = (), delta: bool = False) -> Any:
+    """A session on `master` with `jars` (and Delta Lake's SQL extension and catalog when `delta`); local runs bind
+    to loopback and keep shuffles small."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -69,8 +79,13 @@ def spark_session(master: str, app_name: str = "cdcwatch-apply", jars: tuple[str
                .config("spark.sql.streaming.metricsEnabled", "true"))
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
+    if delta:
+        builder = (builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+        if delta:  # a table's log is replayed in this many tasks (50 by default: meant for a cluster)
+            builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
     return builder.getOrCreate()
 
 
@@ -96,11 +111,16 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
 
     from spark_listeners import decode_events, instrument
     from spark_listeners.decode import ROW_CHANGES
+    from spark_listeners.delta_target import DeltaTarget
     from spark_listeners.target import STAGED_COLUMNS, PostgresTarget
 
     require_kafka_source(spark)
-    target = PostgresTarget(settings.target_dsn, settings.target_schema)
-    target.create()
+    delta = DeltaTarget(settings.delta_root, settings.query_name) if settings.delta_root is not None else None
+    target = PostgresTarget(settings.target_dsn, settings.target_schema) if delta is None else None
+    if delta is not None:
+        delta.create(spark)
+    elif target is not None:
+        target.create()
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", settings.bootstrap_servers)
               .option("subscribePattern", settings.subscribe_pattern)
@@ -116,10 +136,14 @@ def build_query(spark: Any, settings: ApplySettings, listener: Any) -> Any:
     query_name = settings.query_name
 
     def apply_batch(batch: Any, batch_id: int) -> None:
-        target.clear_batch(batch_id)
-        staged = batch.where(changes).select("*", "stage_latency.*").select(*STAGED_COLUMNS)
-        staged.foreachPartition(lambda rows: target.stage(batch_id, rows))
-        outcome = target.merge(batch_id)
+        if delta is not None:
+            outcome = delta.apply(batch, batch_id, changes)
+        else:
+            assert target is not None
+            target.clear_batch(batch_id)
+            staged = batch.where(changes).select("*", "stage_latency.*").select(*STAGED_COLUMNS)
+            staged.foreachPartition(lambda rows: target.stage(batch_id, rows))
+            outcome = target.merge(batch_id)
         listener.metrics.sink(query_name, outcome, batch_id)
         if outcome.duplicates or outcome.stale:
             log.info("batch %d: %d applied, %d duplicates, %d stale", batch_id, outcome.applied, outcome.duplicates,
@@ -137,7 +161,7 @@ def run_apply(settings: ApplySettings) -> int:
     from spark_listeners import CdcMetricsListener
 
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per callback otherwise
-    spark = spark_session(settings.master, jars=settings.jars)
+    spark = spark_session(settings.master, jars=settings.jars, delta=settings.delta_root is not None)
     spark.sparkContext.setLogLevel("WARN")
     listener = CdcMetricsListener.attach(spark, settings.metrics_port, settings.metrics_address, settings.pushgateway)
     if settings.commit_group:
@@ -169,12 +193,13 @@ def run_apply(settings: ApplySettings) -> int:
 def parser() -> argparse.ArgumentParser:
     """The flags of `cdcwatch-apply`."""
     apply = argparse.ArgumentParser(prog="cdcwatch-apply", description=(
-        "The reference Spark CDC apply job (Kafka → PostgreSQL), the cdcwatch listener attached."))
+        "The reference Spark CDC apply job (Kafka → PostgreSQL or Delta Lake), the cdcwatch listener attached."))
     apply.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers")
     apply.add_argument("--subscribe-pattern", required=True,
                        help=r"regex of the topics to read, e.g. 'inventory\..*|__debezium-heartbeat\.inventory'")
-    apply.add_argument("--target", required=True, help="PostgreSQL connection string of the target")
-    apply.add_argument("--target-schema", default="cdcwatch_apply", help="schema of the target tables")
+    apply.add_argument("--target", required=True, help="PostgreSQL connection string of the target, or delta:ROOT for "
+                       "one typed Delta Lake table per source table under ROOT (a path or a filesystem URL)")
+    apply.add_argument("--target-schema", default="cdcwatch_apply", help="schema of the PostgreSQL target's tables")
     apply.add_argument("--checkpoint", required=True, help="Spark checkpoint directory (offsets live here)")
     apply.add_argument("--master", default="local[*]", help="Spark master URL")
     apply.add_argument("--query-name", default="cdc_apply", help="the `query` label")
@@ -186,7 +211,7 @@ def parser() -> argparse.ArgumentParser:
                        help=f"port of the listener's /metrics (default {DEFAULT_METRICS_PORT}; 0: none)")
     apply.add_argument("--pushgateway", help="also push the metrics to this Pushgateway after every batch")
     apply.add_argument("--jars", default="", help="comma-separated jars for Spark (spark-sql-kafka-0-10 and its "
-                       "dependencies), when Spark's classpath lacks them")
+                       "dependencies; delta-spark and delta-storage for a Delta target), when Spark's classpath lacks them")
     apply.add_argument("--commit-group", help="also commit finished offsets under this Kafka consumer group, so lag "
                        "monitors (cdcwatch's kafka collector, kafka-consumer-groups) see the job")
     apply.add_argument("--max-offsets-per-trigger", type=int, help="cap on records per micro-batch")
@@ -205,11 +230,21 @@ def _validated_run(args: argparse.Namespace) -> int:
     except re.error as exc:
         print(f"cdcwatch-apply: --subscribe-pattern is not a regular expression: {exc}", file=sys.stderr)
         return _EXIT_CONFIG
-    try:
-        conninfo_to_dict(args.target)
-    except Exception as exc:  # psycopg.ProgrammingError: the libpq parser's message
-        print(f"cdcwatch-apply: --target is not a PostgreSQL connection string: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return _EXIT_CONFIG
+    if args.target.startswith(DELTA_PREFIX):
+        root = args.target[len(DELTA_PREFIX):].strip()
+        if not root:
+            print("cdcwatch-apply: --target delta: needs the tables' root, e.g. delta:/data/cdc or delta:s3a://bucket/cdc",
+                  file=sys.stderr)
+            return _EXIT_CONFIG
+        if ":" not in root:  # a local path: Spark's executors need it whole
+            args.target = DELTA_PREFIX + os.path.abspath(root)
+    else:
+        try:
+            conninfo_to_dict(args.target)
+        except Exception as exc:  # psycopg.ProgrammingError: the libpq parser's message
+            print(f"cdcwatch-apply: --target is neither delta:ROOT nor a PostgreSQL connection string: "
+                  f"{str(exc).splitlines()[0]}", file=sys.stderr)
+            return _EXIT_CONFIG
     options = {}
     for option in args.kafka_option:
         name, equals, value = option.partition("=")
@@ -224,7 +259,7 @@ def _validated_run(args: argparse.Namespace) -> int:
         return _EXIT_CONFIG
     try:
         return _run_apply(args, options, jars)
-    except KafkaSourceMissing as exc:
+    except (KafkaSourceMissing, DeltaMissing) as exc:
         print(f"cdcwatch-apply: {exc}", file=sys.stderr)
         return _EXIT_CONFIG
 

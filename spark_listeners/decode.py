@@ -87,6 +87,8 @@ EVENT_SCHEMA = StructType([
     StructField("error", StringType()),
     StructField("kafka_time", DoubleType()),             # the Kafka record's timestamp, s since the epoch
     StructField("kafka_timestamp_type", IntegerType()),  # its type: 0 CreateTime (producer), 1 LogAppendTime (broker)
+    StructField("after_fields", StringType()),  # JSON of the row image's Connect schema fields: first row per table
+                                                # and schema in each Arrow batch, else null (typed targets read it)
     StructField("stage_latency", STAGE_LATENCY_SCHEMA),
     StructField("batch_summary", BATCH_SUMMARY_SCHEMA),  # on the first row of each Arrow batch
 ])
@@ -102,22 +104,29 @@ sent, so its commit time proves how far the source is caught up, like a heartbea
 _BOUNDS_US = [round(bound * 1e6) for bound in STAGE_LATENCY_BUCKETS]
 
 
-def _row(record: dict[str, Any]) -> tuple[Any, ...]:
+def _row(record: dict[str, Any], schemas_seen: set[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """One record decoded; its row image's schema only when `schemas_seen` (this Arrow batch's) lacks it."""
     topic, partition, offset = record["topic"], record["partition"], record["offset"]
     kafka = (record.get("timestamp"), record.get("timestampType"))
     try:
         event = decode(record["key"], record["value"], topic)
     except EventDecodeError as error:
         return (topic, partition, offset, "malformed", None, None, None, None, None, None, None, None, 1,
-                error.reason[:200], *kafka)
+                error.reason[:200], *kafka, None)
     kind = WATERMARK if event.is_watermark else event.kind.value
+    fields = None
+    if event.after_fields is not None:
+        signature = (event.table, *(str(f.get("field")) + str(f.get("name") or f.get("type")) for f in event.after_fields))
+        if signature not in schemas_seen:
+            schemas_seen.add(signature)
+            fields = json.dumps(event.after_fields, separators=(",", ":"))
     return (topic, partition, offset, kind, event.op.value if event.op else None, event.server,
             str(event.table) if event.table else None,
             json.dumps(event.key, separators=(",", ":"), default=str) if event.key is not None else None,
             event.position.sortable() if event.position else None, event.commit_time,
             None if event.emitted_time_ns is None else event.emitted_time_ns / 1_000_000_000,
             json.dumps(event.after, separators=(",", ":"), sort_keys=True) if event.after is not None else None,
-            0, None, *kafka)
+            0, None, *kafka, fields)
 
 
 class _Stages:
@@ -225,7 +234,8 @@ def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     schema = to_arrow_schema(EVENT_SCHEMA)
     summary_type = schema.field("batch_summary").type
     for batch in batches:
-        rows = [_row(record) for record in batch.to_pylist()]
+        seen: set[tuple[Any, ...]] = set()
+        rows = [_row(record, seen) for record in batch.to_pylist()]
         columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in _ROW_NAMES]
         arrays = {name: pa.array(list(c), type=schema.field(name).type) for name, c in zip(_ROW_NAMES, columns, strict=True)}
         batch_time = batch.column("batch_time")

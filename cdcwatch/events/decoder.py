@@ -37,13 +37,15 @@ def decode(key: Raw, value: Raw, topic: str | None = None) -> ChangeEvent:
     if key is None and value is None:
         raise EventDecodeError("record has neither key nor value")
     row = _key(key)
-    document = _payload(_load(value, "value")) if value is not None else None
+    loaded = _load(value, "value") if value is not None else None
+    document = _payload(loaded)
     if document is None:
         return ChangeEvent(Kind.TOMBSTONE, key=row, server=_server_from_topic(topic))
     if not isinstance(document, dict):
         raise EventDecodeError(f"value payload is a JSON {type(document).__name__}, not an object")
     if "op" in document:
-        return _data_event(document, row, topic)
+        return _data_event(document, row, topic, _after_fields(loaded) if isinstance(loaded, dict) and loaded is not document
+                           else None)
     if "ddl" in document or "tableChanges" in document:
         return _schema_change(document, row, topic)
     status = document.get("status")
@@ -99,7 +101,18 @@ def _key(raw: Raw) -> RowKey | None:
     return None if raw is None else row_key(_payload(_load(raw, "key")))
 
 
-def _data_event(payload: dict[str, Any], row: RowKey | None, topic: str | None) -> ChangeEvent:
+def _after_fields(envelope: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The `fields` of the `after` struct in a JsonConverter envelope's schema; None when it has none."""
+    schema = envelope.get("schema")
+    fields = schema.get("fields") if isinstance(schema, dict) else None
+    for field in fields if isinstance(fields, list) else ():
+        if isinstance(field, dict) and field.get("field") == "after" and isinstance(field.get("fields"), list):
+            return list(field["fields"])
+    return None
+
+
+def _data_event(payload: dict[str, Any], row: RowKey | None, topic: str | None,
+                after_fields: list[dict[str, Any]] | None = None) -> ChangeEvent:
     op = _OPS.get(payload["op"]) if isinstance(payload["op"], str) else None
     if op is None:
         raise EventDecodeError(f"unknown op {shown(payload['op'])}")
@@ -111,7 +124,8 @@ def _data_event(payload: dict[str, Any], row: RowKey | None, topic: str | None) 
         position=parse_position(source, system) if system is not None else None,
         commit_time_ns=_commit_time(source, system), emitted_time_ns=_time_ns(payload, "payload"),
         snapshot=_snapshot(source), source_transaction_id=_transaction_id(source),
-        transaction=_transaction_block(payload.get("transaction")), after=_row(payload.get("after")))
+        transaction=_transaction_block(payload.get("transaction")), after=_row(payload.get("after")),
+        after_fields=after_fields)
 
 
 def _schema_change(payload: dict[str, Any], row: RowKey | None, topic: str | None) -> ChangeEvent:

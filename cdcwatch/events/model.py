@@ -96,6 +96,9 @@ class ChangeEvent:
     ddl: str | None = None
     after: dict[str, Any] | None = None
     """The row after the change (create, update, snapshot read); None for deletes and other kinds."""
+    after_fields: list[dict[str, Any]] | None = None
+    """The Connect schema's `fields` of the row image, when the record carries its schema (JsonConverter with
+    `schemas.enable=true`): what a typed target's columns are made from."""
 
     @property
     def commit_time(self) -> float | None:

@@ -127,7 +127,8 @@ def test_serve_reads_the_series_limit_from_the_config_file(postgres, serve_facto
 
 @pytest.mark.parametrize("argument, value, message", [
     ("--subscribe-pattern", "inventory\\.(", "--subscribe-pattern is not a regular expression"),
-    ("--target", "host=db port", "--target is not a PostgreSQL connection string"),
+    ("--target", "host=db port", "--target is neither delta:ROOT nor a PostgreSQL connection string"),
+    ("--target", "delta:", "--target delta: needs the tables' root"),
     ("--kafka-option", "acks", "--kafka-option 'acks': expected KEY=VALUE"),
 ])
 def test_apply_rejects_bad_input_before_starting_spark(tmp_path, argument, value, message):

@@ -1,0 +1,194 @@
+"""The chain into Delta Lake, all real: PostgreSQL → Debezium (Kafka Connect) → Kafka → `cdcwatch-apply --target
+delta:ROOT` (Spark with delta-spark) → one typed Delta table per source table, read back here with the `deltalake`
+package (delta-rs: a reader independent of the job's).
+
+- after inserts, updates and deletes the Delta table holds the source's rows, typed (integer, numeric, date,
+  timestamp with and without time zone), and each row's source position and commit time;
+- records produced again into the topic (an at-least-once re-delivery) are counted as duplicates, exactly, and
+  a deleted row's re-delivered insert does not bring it back;
+- the job dies between a batch's writes and its checkpoint (Spark's commit log cannot be written); restarted,
+  Spark runs the batch again: every Delta table holds that batch's commit once, and the target equals the source;
+- a batch holding only deletes, the first after a restart, types their keys from the schema their records carry;
+- the delta collector, reading the job's table from its log alone, reports the newest `_cdc_commit_time` the
+  table holds (Delta's statistics keep milliseconds).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from cdcwatch.delta.log import DeltaLog
+from devstack.connect import ConnectWorker
+from devstack.debezium import postgres_connector_properties
+from devstack.procs import StackError, wait_for
+from devstack.spark import ApplyJob
+from tests.integration.conftest import parse, value
+
+pytestmark = [pytest.mark.integration, pytest.mark.delta]
+
+SERVER = "lake"
+TOPIC = f"{SERVER}.public.lake_orders"
+QUERY = "lake_apply"
+TABLE_ID = "postgres.public.lake_orders"
+COLUMNS = ("id, note, qty, price::text, born::text, to_char(seen, 'YYYY-MM-DD HH24:MI:SS.US'), "
+           "to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
+
+
+@pytest.fixture(scope="module")
+def lake(postgres, kafka, stack_dir):
+    postgres.sql("DROP TABLE IF EXISTS lake_orders; CREATE TABLE lake_orders (id int PRIMARY KEY, note text, qty bigint, "
+                 "price numeric(12,2), born date, seen timestamp, at timestamptz);"
+                 "INSERT INTO lake_orders SELECT g, 'order ' || g, g::bigint * 1000000000, g * 1.25 - 40, date '2024-02-28' + g, "
+                 "timestamp '2024-01-01 00:00:00.5' + g * interval '1 hour 1.25 second', "
+                 "timestamptz '2024-06-30 23:59:59+02' + g * interval '1 day' FROM generate_series(1, 60) g")
+    properties = postgres_connector_properties(stack_dir, postgres.port, SERVER, "public.lake_orders", slot="lake_slot")
+    for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
+        properties.pop(engine_only)
+    properties["heartbeat.interval.ms"] = "0"  # no batch without a change: the rerun test knows the next batch's id
+    worker = ConnectWorker(stack_dir / "lake-connect", kafka.bootstrap, {SERVER: properties})
+    worker.start()
+    root = stack_dir / "lake-tables"
+    job = ApplyJob(stack_dir / "lake-apply", kafka.bootstrap, rf"{SERVER}\..*|__debezium-heartbeat\.{SERVER}",
+                   f"delta:{root}", query_name=QUERY)
+    job.start()
+    yield worker, job, root
+    shutil.copy(job.log, Path("/tmp/lake-apply.log"))
+    job.stop()
+    worker.stop()
+    postgres.drop_slot("lake_slot")
+
+
+def source_rows(postgres) -> dict[int, tuple[str, ...]]:
+    lines = postgres.sql(f"SELECT {COLUMNS} FROM lake_orders").splitlines()
+    return {int(line.split("|")[0]): tuple(line.split("|")[1:]) for line in lines}
+
+
+def _text(value) -> str:
+    if isinstance(value, dt.datetime):
+        return (value.astimezone(dt.UTC) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return "" if value is None else str(value)
+
+
+def delta_rows(root: Path) -> dict[int, tuple[str, ...]]:
+    from deltalake import DeltaTable
+
+    if not (root / TABLE_ID / "_delta_log").is_dir():
+        return {}
+    rows = DeltaTable(str(root / TABLE_ID)).to_pyarrow_table().to_pylist()
+    return {row["id"]: tuple(_text(row[name]) for name in ("note", "qty", "price", "born", "seen", "at")) for row in rows}
+
+
+def in_sync(postgres, root: Path, what: str = "the Delta table to equal the source") -> None:
+    try:
+        wait_for(lambda: delta_rows(root) == source_rows(postgres), 240, what, interval=1)
+    except StackError:
+        have, want = delta_rows(root), source_rows(postgres)
+        assert {k: v for k, v in have.items() if want.get(k) != v} == {k: v for k, v in want.items() if have.get(k) != v}
+
+
+def counter(job: ApplyJob, name: str) -> float:
+    return value(parse(job.metrics()), name, query=QUERY, server=SERVER)
+
+
+def test_the_delta_table_holds_the_source_rows_typed(lake, postgres) -> None:
+    worker, job, root = lake
+    postgres.sql("UPDATE lake_orders SET qty = qty + 1, price = price * 2 WHERE id % 3 = 0; DELETE FROM lake_orders WHERE id > 55;"
+                 "INSERT INTO lake_orders VALUES (100, 'late', -5, 123456789.99, '1999-12-31', '2000-01-01 00:00:00.000001',"
+                 " '2000-01-01 00:00:00.000001+05:30')")
+    in_sync(postgres, root)
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(root / TABLE_ID))
+    fields = {f.name: str(f.type) for f in table.schema().fields}
+    assert [fields[n] for n in ("id", "qty", "price", "born", "seen", "at")] == [
+        'PrimitiveType("integer")', 'PrimitiveType("long")', 'PrimitiveType("decimal(12,2)")',
+        'PrimitiveType("date")', 'PrimitiveType("timestamp_ntz")', 'PrimitiveType("timestamp")']
+    newest = max(r["_cdc_commit_time"] for r in table.to_pyarrow_table().to_pylist())
+    state = DeltaLog(str(root / TABLE_ID), "_cdc_commit_time").read()
+    assert state.newest_commit_time == newest.replace(microsecond=newest.microsecond // 1000 * 1000).timestamp()  # stats: ms
+    assert state.version == table.version()
+
+
+def _records(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lake-reader", "enable.auto.commit": False})
+    low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    consumer.assign([TopicPartition(topic, 0, low)])
+    found: list[tuple[bytes, bytes]] = []
+    while len(found) < high - low:
+        message = consumer.poll(5)
+        if message is not None and not message.error():
+            found.append((message.key(), message.value()))
+    consumer.close()
+    return found
+
+
+def test_redelivered_changes_are_duplicates_and_a_deleted_row_stays_deleted(lake, postgres, kafka) -> None:
+    worker, job, root = lake
+    in_sync(postgres, root)
+    before = wait_for(lambda: (n := counter(job, "cdcwatch_spark_duplicates_total")) is not None and (n,), 60,
+                      "the first batch's progress")[0]
+    replay = [(key, value_) for key, value_ in _records(kafka.bootstrap, TOPIC)
+              if value_ is not None and json.loads(key)["payload"]["id"] in (56, 57, 3)]  # deleted and updated rows
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for key, value_ in replay:
+        producer.produce(TOPIC, key=key, value=value_)
+    producer.flush(10)
+    wait_for(lambda: counter(job, "cdcwatch_spark_duplicates_total") == before + len(replay), 120,
+             f"{len(replay)} duplicates counted", interval=1)
+    assert delta_rows(root) == source_rows(postgres) and 56 not in delta_rows(root)
+    assert counter(job, "cdcwatch_spark_stale_events_total") == 0
+
+
+def _txn_versions(table: Path) -> list[int]:
+    """The idempotent-write versions of every commit of a Delta table, from its log."""
+    versions = []
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "txn" in action and action["txn"]["appId"] == QUERY:
+                versions.append(action["txn"]["version"])
+    return versions
+
+
+def test_a_batch_run_again_after_its_writes_is_applied_once(lake, postgres) -> None:
+    worker, job, root = lake
+    in_sync(postgres, root)
+    checkpoint = job.dir / "checkpoint"
+
+    def latest(log: str) -> int:
+        return max((int(f.name) for f in (checkpoint / log).iterdir() if f.name.isdigit()), default=-1)
+
+    wait_for(lambda: latest("offsets") == latest("commits"), 60, "the job to have committed its last batch")
+    failed = latest("offsets") + 1
+    trap = checkpoint / "commits" / str(failed)
+    trap.write_text("")  # the batch's commit finds its file there: it dies after its writes, before its checkpoint
+    postgres.sql("UPDATE lake_orders SET note = 'again' WHERE id <= 10")
+    wait_for(lambda: job.process is not None and job.process.poll() is not None, 120, "the job to fail at its commit")
+    assert failed in _txn_versions(root / "_cdcwatch" / "applied") and latest("offsets") == failed
+    trap.unlink()
+    job.start()
+    wait_for(lambda: latest("commits") >= failed, 120, f"the restarted job to run batch {failed} again")
+    in_sync(postgres, root, "the Delta table to equal the source after the rerun")
+    assert f"batch {failed} ran before" in job.log.read_text()
+    for table in (root / TABLE_ID, root / "_cdcwatch" / "applied"):
+        versions = _txn_versions(table)
+        assert versions.count(failed) == 1, (table, versions)
+    # the restarted job reports the batch's counts as its first run wrote them: 10 applied, none duplicate
+    wait_for(lambda: counter(job, "cdcwatch_spark_changes_applied_total") == 10, 60, "the rerun batch's counts")
+    assert counter(job, "cdcwatch_spark_duplicates_total") == 0
+
+
+def test_deletes_alone_in_the_first_batch_after_a_restart_delete(lake, postgres) -> None:
+    worker, job, root = lake
+    in_sync(postgres, root)
+    job.stop()
+    postgres.sql("DELETE FROM lake_orders WHERE id IN (1, 2)")  # the restarted job's first batch: no row image
+    job.start()
+    in_sync(postgres, root, "the deletes applied")
+    assert not {1, 2} & delta_rows(root).keys()
