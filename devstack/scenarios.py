@@ -23,8 +23,6 @@ from typing import Any
 from devstack.demo_settings import (
     APPLY_LAG_THRESHOLD_SECONDS,
     APPLY_RATE,
-    CANARY_AGE_SECONDS,
-    CANARY_TABLE,
     CHANGES_TOPIC,
     COMMIT_GROUP,
     CONNECTOR,
@@ -499,13 +497,13 @@ def _accept_in_target(stack: Any) -> None:
 
 
 def _pause_sink(stack: Any) -> float:
-    """Pause the sink; returns the source time of the newest canary in the target once its task is PAUSED: from then
-    on the target's canary ages with the clock."""
+    """Pause the sink through Connect REST; returns when it was asked to, once its task is PAUSED."""
     from devstack.procs import wait_for
 
+    asked = time.time()
     stack.connect.put(f"/connectors/{SINK_CONNECTOR}/pause")
     wait_for(lambda: _sink_task_state(stack) == "PAUSED", 60, "the sink task to pause", interval=0.5)
-    return float(stack.target.sql(f"SELECT extract(epoch FROM max(ts)) FROM {CANARY_TABLE}"))
+    return asked
 
 
 def _resume_sink(stack: Any) -> None:
@@ -700,13 +698,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "fails (it tolerates no write error) while the connector keeps delivering; the constraint dropped and the "
              "task restarted, the sink catches up", "CdcConnectTaskFailed", {"connector": SINK_CONNECTOR},
              _reject_in_target, _accept_in_target, sink="jdbc"),
-    Scenario("sink-paused", "pause the JDBC sink through Connect REST: Kafka holds newer canaries than the target, "
-             "whose canary ages; the stale canary names the sink; resume", "CdcCanaryStale", {"stage": "sink"},
-             _pause_sink, _resume_sink, settle_seconds=float(CANARY_AGE_SECONDS),
-             sink="jdbc",
-             more_pages="the paused sink pages first (`CdcConnectTaskNotRunning`), then its consumer group's stop "
-                        "(`CdcKafkaConsumerNotProgressing`): a sink connector carries no `server` yet, so neither "
-                        "its alert's inhibitions nor the stale canary's reach them"),
+    Scenario("sink-paused", "pause the JDBC sink through Connect REST while the source keeps writing: Kafka holds "
+             "newer canaries than the target, whose canary ages, and the sink's consumer group stops committing; one "
+             "page (the paused sink's, naming it), the stale canary and the group's stall behind it inhibited; resume",
+             "CdcConnectTaskNotRunning", {"connector": SINK_CONNECTOR}, _pause_sink, _resume_sink, sink="jdbc",
+             covered=("CdcCanaryStale", "CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh")),
     Scenario("dead-letter", f"a record no converter reads in {CHANGES_TOPIC}: the sink (errors.tolerance=all) sends "
              "it to its dead letter queue and commits on, its consumer lag 0; the alert resolves once no more come",
              "CdcConnectSinkDeadLettering", {"connector": SINK_CONNECTOR}, _poison_pill, lambda stack: None,

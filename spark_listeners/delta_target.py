@@ -195,7 +195,7 @@ class DeltaTarget:
         schema = _parse_datatype_string(_typed_schema(columns))
         typed = winners.select("row_key", "op", "position", "after", "commit_time").mapInArrow(
             _typed_rows(columns, schema), schema)
-        view = f"cdcwatch_batch_{batch_id}_{abs(hash(table_id))}"
+        view = f"cdc_batch_{batch_id}_{abs(hash(table_id))}"
         typed.createOrReplaceTempView(view)
         names = [c.name for c in columns] + [POSITION_COLUMN, COMMIT_TIME_COLUMN]
         on = " AND ".join(f"t.{sql_name(k)} <=> s.{sql_name(k)}" for k in keys)

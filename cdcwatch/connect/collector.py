@@ -60,12 +60,12 @@ CONNECT_CONNECTOR_INFO = MetricSpec("cdcwatch_connect_connector_info", "gauge", 
     "Always 1; the labels tell the connector's class, type and worker."),
     ("connector", "server", "class", "type", "worker_id"))
 CONNECT_CONNECTOR_STATE = MetricSpec("cdcwatch_connect_connector_state", "gauge", (
-    "Connector state as a state set (REST)."),
-    ("connector", "server", "state"))
+    "Connector state as a state set (REST); `type` source or sink."),
+    ("connector", "server", "type", "state"))
 CONNECT_CONNECTOR_FAILURE_INFO = MetricSpec("cdcwatch_connect_connector_failure_info", "gauge", (
     "1 while the connector is FAILED; `exception` is the first exception class of its trace (never the "
     "message)."),
-    ("connector", "server", "exception"))
+    ("connector", "server", "type", "exception"))
 CONNECT_CONNECTOR_TASKS_CONFIGURED = MetricSpec("cdcwatch_connect_connector_tasks_configured", "gauge", (
     "Tasks the connector has (REST info)."),
     ("connector", "server"))
@@ -73,10 +73,10 @@ CONNECT_CONNECTOR_TASKS_RUNNING = MetricSpec(
     "cdcwatch_connect_connector_tasks_running", "gauge", "Of those, tasks in state RUNNING.", ("connector", "server"))
 CONNECT_TASK_STATE = MetricSpec("cdcwatch_connect_task_state", "gauge", (
     "Task state as a state set (REST)."),
-    ("connector", "server", "task", "state"))
+    ("connector", "server", "type", "task", "state"))
 CONNECT_TASK_FAILURE_INFO = MetricSpec("cdcwatch_connect_task_failure_info", "gauge", (
     "1 while the task is FAILED; `exception` is the first exception class of its trace."),
-    ("connector", "server", "task", "exception"))
+    ("connector", "server", "type", "task", "exception"))
 CONNECT_CONNECTOR_PIPELINE_INFO = MetricSpec("cdcwatch_connect_connector_pipeline_info", "gauge", (
     "Always 1; one pipeline's identity across stages, from the connector's configuration: `server` "
     "(topic.prefix, the label of its Debezium, Kafka and Spark series), the PostgreSQL `slot` (slot.name), "
@@ -162,11 +162,29 @@ def debezium_plugin(connector_class: str) -> str:
 
 def pipeline_identity(config: Mapping[str, Any]) -> dict[str, str]:
     """server, slot, database and plugin of a connector, from its configuration (Debezium's defaults applied:
-    a PostgreSQL connector without `slot.name` uses the slot `debezium`)."""
+    a PostgreSQL connector without `slot.name` uses the slot `debezium`). A sink's server is the one its topics
+    are named after (`sink_server`)."""
     plugin = debezium_plugin(str(config.get("connector.class") or ""))
     slot = config.get("slot.name") or ("debezium" if plugin == "postgres" else "")
     database = config.get("database.dbname") or config.get("database.names") or ""
-    return {"server": _server(config), "slot": str(slot), "database": str(database), "plugin": plugin}
+    return {"server": _server(config) or sink_server(config), "slot": str(slot), "database": str(database),
+            "plugin": plugin}
+
+
+_REGEX_PREFIX = re.compile(r"([A-Za-z0-9_-]+)\\\.")
+"""A topics.regex that starts with a literal server name and an escaped dot: `inventory\\..*`."""
+
+
+def sink_server(config: Mapping[str, Any]) -> str:
+    """The server a sink connector applies: the one prefix (up to the first dot) of every topic it reads, from
+    `topics` or the literal start of `topics.regex`, Kafka's internal and Debezium's heartbeat topics aside; empty
+    when its topics name no one server."""
+    topics = [t.strip() for t in str(config.get("topics") or "").split(",") if t.strip() and not t.strip().startswith("_")]
+    prefixes = {t.split(".", 1)[0] for t in topics if "." in t}
+    if topics and len(prefixes) == 1 and all("." in t for t in topics):
+        return prefixes.pop()
+    match = _REGEX_PREFIX.match(str(config.get("topics.regex") or ""))
+    return match.group(1) if match and not topics else ""
 
 
 def server_name_conflicts(identities: Iterable[Mapping[str, str]]) -> dict[str, int]:
@@ -296,7 +314,8 @@ class ConnectCollector:
         failed = 0
         for name, entry in sorted(connectors.items()):
             failed += self._connector(builder, name, identities[name], entry)
-        conflicts = server_name_conflicts(identities.values())
+        conflicts = server_name_conflicts(identity for name, identity in identities.items()  # sources: a sink shares
+                                          if _server((connectors[name].get("info") or {}).get("config") or {}))
         for server, others in conflicts.items():
             builder.add_spec(CONNECT_SERVER_NAME_CONFLICTS, others, self.common, server=server)
         for part in MALFORMED_PARTS:
@@ -351,15 +370,16 @@ class ConnectCollector:
         connector = status.get("connector") or {}
         state = _text(connector.get("state"), "UNASSIGNED")
         where = {"connector": name, "server": identity["server"]}
+        typed = {**where, "type": _text(info.get("type") or status.get("type"))}
         builder.add_spec(CONNECT_CONNECTOR_PIPELINE_INFO, 1, self.common, connector=name, **identity)
-        builder.add_spec(CONNECT_CONNECTOR_INFO, 1, self.common, **where,
+        builder.add_spec(CONNECT_CONNECTOR_INFO, 1, self.common, **typed,
                          **{"class": _text((info.get("config") or {}).get("connector.class")),
-                         "type": _text(info.get("type") or status.get("type")), "worker_id": _text(connector.get("worker_id"))})
+                            "worker_id": _text(connector.get("worker_id"))})
         for candidate in CONNECTOR_STATES:
-            builder.add_spec(CONNECT_CONNECTOR_STATE, float(candidate == state), self.common, state=candidate, **where)
+            builder.add_spec(CONNECT_CONNECTOR_STATE, float(candidate == state), self.common, state=candidate, **typed)
         if state == "FAILED":
             builder.add_spec(CONNECT_CONNECTOR_FAILURE_INFO, 1, self.common, exception=exception_class(_text(connector.get("trace"))),
-                             **where)
+                             **typed)
         tasks = status.get("tasks") or []
         builder.add_spec(CONNECT_CONNECTOR_TASKS_CONFIGURED, len(info.get("tasks") or tasks), self.common, **where)
         builder.add_spec(CONNECT_CONNECTOR_TASKS_RUNNING, sum(t.get("state") == "RUNNING" for t in tasks), self.common, **where)
@@ -367,11 +387,11 @@ class ConnectCollector:
         for task in tasks:
             task_state, task_id = _text(task.get("state"), "UNASSIGNED"), str(task["id"])
             for candidate in CONNECTOR_STATES:
-                builder.add_spec(CONNECT_TASK_STATE, float(candidate == task_state), self.common, task=task_id, state=candidate, **where)
+                builder.add_spec(CONNECT_TASK_STATE, float(candidate == task_state), self.common, task=task_id, state=candidate, **typed)
             if task_state == "FAILED":
                 failed += 1
                 builder.add_spec(CONNECT_TASK_FAILURE_INFO, 1, self.common, task=task_id,
-                                 exception=exception_class(_text(task.get("trace"))), **where)
+                                 exception=exception_class(_text(task.get("trace"))), **typed)
         return failed
 
     def _jmx_families(self, builder: FamilyBuilder, servers: dict[str, str], connectors: dict[str, Any]) -> None:

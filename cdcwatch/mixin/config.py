@@ -71,6 +71,9 @@ class Thresholds(StrictModel):
     spark_freshness_seconds: PositiveFloat = 300
     """The newest change the apply job applied this much older than now (while the source moves) pages:
     CdcSparkFreshnessTooOld."""
+    delta_table_stall_seconds: PositiveFloat = 600
+    """A Delta table whose topic holds a newer change than the table and that has not committed for this long pages
+    (CdcDeltaTableStalled); one whose newest change is older, with nothing newer in its topic, is idle, not stale."""
     spark_duplicates_ratio: PositiveFloat = 0.05
     """Duplicates (at-least-once replays) above this share of the changes applied warn: CdcSparkDuplicatesHigh."""
     spark_progress_max_age_seconds: PositiveFloat = 300

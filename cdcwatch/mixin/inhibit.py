@@ -23,6 +23,8 @@ class Inhibition:
     sources: tuple[str, ...]
     targets: tuple[str, ...]
     equal: tuple[str, ...]
+    source_labels: tuple[tuple[str, str, str], ...] = ()
+    """Further source matchers, as (label, operator, value): which of the source alerts' series inhibit."""
 
 
 def _carrying(labels: tuple[str, ...], prefix: str = "Cdc", but: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -38,6 +40,10 @@ _CATCHING_UP = ("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh", "Cd
 """The alerts of a pipeline behind a connector's outage and catching up with its backlog: its consumer group lags and
 commits in bursts, and reconciliation cannot confirm while the target is behind."""
 _CONNECT_DOWN = ("CdcConnectTaskFailed", "CdcConnectConnectorFailed", "CdcConnectTaskNotRunning", "CdcConnectConnectorVanished")
+_SINK_DOWNSTREAM = ("CdcCanaryStale", "CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh", "CdcReconcileCannotConfirm")
+"""What a stopped sink connector explains: its target's stale canary, its consumer group's stall and lag, and
+reconciliation that cannot confirm its target; never what is upstream of it (capture, Kafka) or beside it (another
+consumer of the same topics, as the Spark job)."""
 
 INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("Prometheus cannot scrape cdcwatch or the Spark listener: the alerts on that endpoint's series",
@@ -49,9 +55,12 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("a Kafka Connect worker does not answer: the alerts on its series",
                ("CdcConnectWorkerDown",), _carrying(("job", "instance", "target"), but=("CdcConnectWorkerDown",)),
                ("job", "instance", "target")),
-    Inhibition("a Kafka Connect connector or task is FAILED, PAUSED or UNASSIGNED, or the connector vanished: the "
+    Inhibition("a Kafka Connect source connector or task is FAILED, PAUSED or UNASSIGNED, or the connector vanished: the "
                "Debezium, downstream, consumer and reconciliation alerts of its server (through the catch-up after it)", _CONNECT_DOWN,
-               _carrying(("server",), "CdcDebezium") + _DOWNSTREAM + _CATCHING_UP, ("server",)),
+               _carrying(("server",), "CdcDebezium") + _DOWNSTREAM + _CATCHING_UP, ("server",), (("type", "!=", "sink"),)),
+    Inhibition("a Kafka Connect sink connector or task is FAILED, PAUSED or UNASSIGNED, or the sink vanished: the alerts of "
+               "the target it applies its server's changes to (through the catch-up after it)", _CONNECT_DOWN,
+               _SINK_DOWNSTREAM, ("server",), (("type", "=", "sink"),)),
     Inhibition("a connector vanished from its worker: the worker JVM's Debezium beans, gone with it",
                ("CdcConnectConnectorVanished",), ("CdcDebeziumMetricsVanished",), ("job", "instance", "target")),
     Inhibition("a sink task sends records to its dead letter queue: the same task's skipped records (the same records, "
@@ -65,6 +74,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("the pipeline's target is stale: its consumer group's stall, the same outage seen from Kafka (a frozen "
                "or hung apply job or sink)", ("CdcSparkFreshnessTooOld", "CdcCanaryStale"),
                ("CdcKafkaConsumerNotProgressing",), ("server",)),
+    Inhibition("the apply job's target is stale, or its pipeline stalled upstream: the Delta tables of its server, "
+               "each of which stalls with it", ("CdcSparkFreshnessTooOld", "CdcPipelineStalled"), ("CdcDeltaTableStalled",),
+               ("server",)),
     Inhibition("the apply job applies changes late: the end-to-end objective's warning about the same query (one "
                "notification about one number)", ("CdcSparkApplyLagHigh",), ("CdcPipelineStageSlow",),
                ("job", "instance", "query", "server")),
@@ -110,7 +122,8 @@ def deployed_inhibitions(config: MixinConfig) -> tuple[Inhibition, ...]:
 
 def inhibit_rules(config: MixinConfig | None = None) -> list[dict[str, object]]:
     config = config or MixinConfig()
-    return [{"source_matchers": [_names(i.sources)], "target_matchers": [_names(i.targets)],
+    return [{"source_matchers": [_names(i.sources), *(f'{label}{op}"{value}"' for label, op, value in i.source_labels)],
+             "target_matchers": [_names(i.targets)],
              **({"equal": list(i.equal)} if i.equal else {})} for i in deployed_inhibitions(config)]
 
 

@@ -172,6 +172,12 @@ def test_a_poison_pill_goes_to_the_dead_letter_queue_while_the_sink_commits(serv
     assert producer.flush(10) == 0
     values = scrape_when(serve, lambda v: counts(v) == (sent + 1, skipped + 1), "the record dead-lettered and skipped")
     assert task_state(values, "js-sink-pg") == task_state(values, "js-sink-maria") == "RUNNING"
+    # each sink carries the server its topics are named after, and its type: the sink alerts' inhibitions reach its target
+    assert value(values, "cdcwatch_connect_connector_state", connector="js-sink-pg", server=SERVER, type="sink",
+                 state="RUNNING") == 1
+    assert value(values, "cdcwatch_connect_task_state", connector="js-source", server=SERVER, type="source", task="0",
+                 state="RUNNING") == 1
+    assert value(values, "cdcwatch_connect_server_name_conflicts", server=SERVER) == 0  # a sink is no second source
     commits = value(values, "cdcwatch_connect_sink_offset_commits_total", connector="js-sink-pg", task="0")
     values = scrape_when(serve, lambda v: value(v, "cdcwatch_connect_sink_offset_commits_total", connector="js-sink-pg",
                                                 task="0") > commits, "the sink committing on")

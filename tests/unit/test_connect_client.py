@@ -71,7 +71,7 @@ def test_basic_auth_over_tls(https_server: tuple[int, Path]) -> None:
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in collection.families for s in f.samples}
     failure = [dict(labels) for (name, labels) in samples if name == "cdcwatch_connect_task_failure_info"]
     assert failure == [{"connector": "inv", "exception": "io.debezium.DebeziumException", "server": "srv",
-                        "target": "w", "task": "0"}]
+                        "target": "w", "task": "0", "type": "source"}]
     assert collection.summary == "1 connectors, 2 failed"
 
 

@@ -55,7 +55,7 @@ def test_the_shipped_inhibitions_only_silence_alerts_of_equal_or_lower_severity(
     rules = yaml.safe_load((ROOT / INHIBIT_FILE).read_text())["inhibit_rules"]
     assert rules
     for rule in rules:
-        sources = set.union(*(_alertnames(m, set(severity)) for m in rule["source_matchers"]))
+        sources = set.union(*(_alertnames(m, set(severity)) for m in rule["source_matchers"] if m.startswith("alertname")))
         targets = set.union(*(_alertnames(m, set(severity)) for m in rule["target_matchers"]))
         assert sources and targets, rule
         louder = {t: severity[t] for t in targets if rank[severity[t]] > min(rank[severity[s]] for s in sources)}
@@ -126,14 +126,27 @@ def _firing(name: str, case: str, **changed: str) -> dict[str, str]:
     return {**labels, **{k: case for k in _COMPARED & set(labels)}, "case": case, **changed}
 
 
+def _meets(labels: dict[str, str], matchers: tuple[tuple[str, str, str], ...]) -> bool:
+    return all((labels.get(label, "") == value) == (op == "=") for label, op, value in matchers)
+
+
 def _cases(inhibition: Inhibition) -> dict[str, tuple[dict[str, str], bool]]:
     """label `case` → (labels, inhibited?): per target, the source and the target as they fire together,
-    the target inhibited; and per `equal` label, the pair with that label of the target changed, not inhibited."""
+    the target inhibited; per `equal` label, the pair with that label of the target changed, not inhibited; and
+    per further source matcher, the pair with the source's label not matching it, not inhibited."""
+    matched = {label: value for label, op, value in inhibition.source_labels if op == "="}
     cases = {}
     for name in inhibition.targets:
-        variants = [(name, {}, True)] + [(f"{name} other {k}", {k: f"not {name}"}, False) for k in inhibition.equal]
-        for case, changed, inhibited in variants:
-            cases[f"{case}: source"] = ({**_firing(inhibition.sources[0], case), "case": f"{case}: source"}, False)
+        variants = [(name, {}, {}, True)] + [(f"{name} other {k}", {k: f"not {name}"}, {}, False) for k in inhibition.equal]
+        for label, op, value in inhibition.source_labels:  # inhibited only by another rule the source meets
+            unmet = {label: value if op == "!=" else f"not {value}"}
+            source = _firing(inhibition.sources[0], "", **{**matched, **unmet})
+            variants.append((f"{name} source {label} {op} {value} unmet", {}, unmet, any(
+                inhibition.sources[0] in other.sources and name in other.targets and _meets(source, other.source_labels)
+                for other in INHIBITIONS if other != inhibition)))
+        for case, changed, source_changed, inhibited in variants:
+            source = _firing(inhibition.sources[0], case, **{**matched, **source_changed})
+            cases[f"{case}: source"] = ({**source, "case": f"{case}: source"}, False)
             cases[case] = (_firing(name, case, **changed), inhibited)
     return cases
 

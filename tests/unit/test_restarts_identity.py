@@ -88,6 +88,19 @@ def test_pipeline_identity_from_the_connector_configuration() -> None:
                                                              "plugin": "sql_server"}
 
 
+@pytest.mark.parametrize("config, server", [
+    ({"topics": "inventory.public.customers, inventory.public.orders"}, "inventory"),
+    ({"topics": "inventory.public.customers,__debezium-heartbeat.inventory"}, "inventory"),  # the heartbeat aside
+    ({"topics.regex": r"inventory\..*"}, "inventory"),
+    ({"topics": "inventory.public.customers,shop.public.orders"}, ""),  # two servers: none
+    ({"topics": "customers"}, ""),  # not named after a server
+    ({"topics.regex": r"(inventory|shop)\..*"}, ""),
+    ({"topic.prefix": "orders", "topics": "inventory.public.customers"}, "orders"),  # its own prefix first
+])
+def test_a_sink_applies_the_server_its_topics_are_named_after(config: dict[str, str], server: str) -> None:
+    assert pipeline_identity({"connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector", **config})["server"] == server
+
+
 def test_server_name_conflicts_count_other_debezium_connectors_only() -> None:
     identities = [{"server": "orders", "plugin": "postgres"}, {"server": "orders", "plugin": "mysql"},
                   {"server": "users", "plugin": "postgres"}, {"server": "jdbc-", "plugin": ""},

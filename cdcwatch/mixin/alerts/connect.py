@@ -9,6 +9,9 @@ from cdcwatch.mixin.alerts.model import Alert, Case, Group, labels_of
 __all__ = ["GROUP"]
 
 _TASK = f'{CONNECT},task="0"'
+_STATE = f'{CONNECT},type="source"'
+"""A connector's state, failure and info series: they carry its type."""
+_STATE_TASK = f'{_STATE},task="0"'
 _BEAN = f'{EXPORTER},target="connect",connector="inventory-connector",task="0"'
 _EXCEPTION = 'exception="org.postgresql.util.PSQLException"'
 _CONNECTOR_FAILED = "cdcwatch_connect_connector_failure_info"
@@ -17,12 +20,14 @@ _RESTARTS = "cdcwatch_connect_task_restarts_total"
 _SERVER = f'{EXPORTER},target="connect",server="inventory"'
 
 _WORKER = f'{EXPORTER},collector="connect",target="connect"'
-_CONNECTOR_CLASS = 'class="io.debezium.connector.postgresql.PostgresConnector",type="source",worker_id="connect:8083"'
-_INFO = f"{CONNECT},{_CONNECTOR_CLASS}"
-_RENAMED = f'{EXPORTER},target="connect",connector="inventory-connector-v2",server="inventory",{_CONNECTOR_CLASS}'
+_CONNECTOR_CLASS = 'class="io.debezium.connector.postgresql.PostgresConnector",worker_id="connect:8083"'
+_INFO = f"{_STATE},{_CONNECTOR_CLASS}"
+_SINK_INFO = (f'{EXPORTER},target="connect",connector="inventory-sink",server="inventory",type="sink",'
+              'class="io.debezium.connector.jdbc.JdbcSinkConnector",worker_id="connect:8083"')
+_RENAMED = f'{EXPORTER},target="connect",connector="inventory-connector-v2",server="inventory",type="source",{_CONNECTOR_CLASS}'
 _WORKER_JVM = f'{EXPORTER},collector="debezium",target="connect"'
-_RESUMED = {f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x18 0x22",
-            f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x18 0x22"}
+_RESUMED = {f'cdcwatch_connect_task_state{{{_STATE_TASK},state="PAUSED"}}': "1x18 0x22",
+            f'cdcwatch_connect_connector_state{{{_STATE},state="PAUSED"}}': "1x18 0x22"}
 """A connector (and its task) paused for 19 minutes, running again from the 19th."""
 _FAILURES = ("{{ range printf `max by (failure) (cdcwatch_target_failure_info{job=%%q, instance=%%q, target=%%q})` "
              '$labels.job $labels.instance $labels.target | query | sortByLabel "failure" }} ({{ .Labels.failure }}){{ end }}')
@@ -70,9 +75,9 @@ ALERTS = (
         "Kafka Connect task {{ $labels.connector }}/{{ $labels.task }} FAILED",
         "Task {{ $labels.task }} of {{ $labels.connector }} (server {{ $labels.server }}) failed with "
         "{{ $labels.exception }}; a FAILED task never restarts by itself.",
-        fires=Case("failed", {f"cdcwatch_connect_task_failure_info{{{_TASK},{_EXCEPTION}}}": "1x40"},
-                   labels=labels_of(_TASK, _EXCEPTION), value=1),
-        quiet=Case("not failed", {f"cdcwatch_connect_task_failure_info{{{_TASK},{_EXCEPTION}}}": "0x40"}),
+        fires=Case("failed", {f"cdcwatch_connect_task_failure_info{{{_STATE_TASK},{_EXCEPTION}}}": "1x40"},
+                   labels=labels_of(_STATE_TASK, _EXCEPTION), value=1),
+        quiet=Case("not failed", {f"cdcwatch_connect_task_failure_info{{{_STATE_TASK},{_EXCEPTION}}}": "0x40"}),
         through_recovery=True,
     ),
     Alert(
@@ -82,9 +87,9 @@ ALERTS = (
         "Kafka Connect connector {{ $labels.connector }} FAILED",
         "The connector {{ $labels.connector }} (server {{ $labels.server }}) failed with {{ $labels.exception }}; "
         "a connector that fails at start-up has no Debezium beans at all.",
-        fires=Case("failed", {f'{_CONNECTOR_FAILED}{{{CONNECT},{_CLASS_NOT_FOUND}}}': "1x40"},
-                   labels=labels_of(CONNECT, _CLASS_NOT_FOUND), value=1),
-        quiet=Case("not failed", {f'{_CONNECTOR_FAILED}{{{CONNECT},{_CLASS_NOT_FOUND}}}': "0x40"}),
+        fires=Case("failed", {f'{_CONNECTOR_FAILED}{{{_STATE},{_CLASS_NOT_FOUND}}}': "1x40"},
+                   labels=labels_of(_STATE, _CLASS_NOT_FOUND), value=1),
+        quiet=Case("not failed", {f'{_CONNECTOR_FAILED}{{{_STATE},{_CLASS_NOT_FOUND}}}': "0x40"}),
         through_recovery=True,
     ),
     Alert(
@@ -104,29 +109,29 @@ ALERTS = (
         "no change flows. PAUSED is someone's doing (resume it); UNASSIGNED means no worker runs it. A paused "
         "connector's tasks are in its one alert.",
         fires=Case("a task left unassigned", {
-            f'cdcwatch_connect_task_state{{{_TASK},state="UNASSIGNED"}}': "1x40",
-            f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "0x40"},
-            labels=labels_of(_TASK, 'state="UNASSIGNED"'), value=1),
+            f'cdcwatch_connect_task_state{{{_STATE_TASK},state="UNASSIGNED"}}': "1x40",
+            f'cdcwatch_connect_connector_state{{{_STATE},state="PAUSED"}}': "0x40"},
+            labels=labels_of(_STATE_TASK, 'state="UNASSIGNED"'), value=1),
         quiet=Case("running", {
-            f'cdcwatch_connect_task_state{{{_TASK},state="UNASSIGNED"}}': "0x40",
-            f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "0x40"}),
+            f'cdcwatch_connect_task_state{{{_STATE_TASK},state="UNASSIGNED"}}': "0x40",
+            f'cdcwatch_connect_connector_state{{{_STATE},state="PAUSED"}}': "0x40"}),
         more=(Case("a paused connector pauses its tasks: one alert, the connector's", {
-            f'cdcwatch_connect_task_state{{{_TASK},state="PAUSED"}}': "1x40",
-            f'cdcwatch_connect_connector_state{{{CONNECT},state="PAUSED"}}': "1x40"},
-            labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
+            f'cdcwatch_connect_task_state{{{_STATE_TASK},state="PAUSED"}}': "1x40",
+            f'cdcwatch_connect_connector_state{{{_STATE},state="PAUSED"}}': "1x40"},
+            labels=labels_of(_STATE, 'state="PAUSED"'), value=1),
               Case("resumed a minute ago after 19 minutes paused: firing on while its pipeline catches up", _RESUMED,
-                   labels=labels_of(CONNECT, 'state="PAUSED"'), value=1),
+                   labels=labels_of(_STATE, 'state="PAUSED"'), value=1),
               Case("resumed 6 minutes ago: resolved", _RESUMED, at="25m")),
         through_recovery=True,
     ),
     Alert(
         "CdcConnectConnectorVanished",
         # listed within `durations.memory`, listed no more while the worker answers; a connector of the same server
-        # listed now is a rename, not a loss
+        # and type listed now is a rename, not a loss (a sink of that server is no source's rename)
         """
-        max by (job, instance, target, connector, server) (last_over_time(cdcwatch_connect_connector_info{%(cdcwatch)s}[%(memory)s]))
+        max by (job, instance, target, connector, server, type) (last_over_time(cdcwatch_connect_connector_info{%(cdcwatch)s}[%(memory)s]))
         unless on (job, instance, target, connector) cdcwatch_connect_connector_info{%(cdcwatch)s}
-        unless on (job, instance, target, server) cdcwatch_connect_connector_info{%(cdcwatch)s, server!=""}
+        unless on (job, instance, target, server, type) cdcwatch_connect_connector_info{%(cdcwatch)s, server!=""}
         and on (job, instance, target) cdcwatch_up{%(cdcwatch)s, collector="connect"} == 1
         """,
         "critical", "instant",
@@ -137,17 +142,20 @@ ALERTS = (
         "position waits where it stopped.",
         fires=Case("deleted at 5 minutes, the worker answering", {
             f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale", f"cdcwatch_up{{{_WORKER}}}": "1x45"},
-            labels=labels_of(CONNECT), value=1),
+            labels=labels_of(_STATE), value=1),
         quiet=Case("listed", {f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x45", f"cdcwatch_up{{{_WORKER}}}": "1x45"}),
         since="5m",
-        more=(Case("renamed at 5 minutes, the same topic.prefix: not lost", {
+        more=(Case("deleted at 5 minutes while a sink of its server stays listed: lost, not renamed", {
+                  f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale", f"cdcwatch_connect_connector_info{{{_SINK_INFO}}}": "1x45",
+                  f"cdcwatch_up{{{_WORKER}}}": "1x45"}, labels=labels_of(_STATE), value=1),
+              Case("renamed at 5 minutes, the same topic.prefix: not lost", {
                   f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale",
                   f'cdcwatch_connect_connector_info{{{_RENAMED}}}': "_x5 1x40", f"cdcwatch_up{{{_WORKER}}}": "1x45"}),
               Case("the worker down: its own alert, not this one", {
                   f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale", f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40"}),
               Case("created again a minute ago after 14 minutes gone: firing on while its pipeline catches up", {
                   f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale _x13 1x30", f"cdcwatch_up{{{_WORKER}}}": "1x45"},
-                  labels=labels_of(CONNECT), value=1),
+                  labels=labels_of(_STATE), value=1),
               Case("created again 6 minutes ago: resolved", {
                   f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale _x8 1x30", f"cdcwatch_up{{{_WORKER}}}": "1x45"})),
         through_recovery=True,

@@ -117,8 +117,8 @@ HEALTHY: dict[str, str] = {
     f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40",
     f'{_QUEUE_FREE}{{{DBZ},context="streaming"}}': "8000x40",
     f'{_QUEUE_CAPACITY}{{{DBZ},context="streaming"}}': "8192x40",
-    f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "0x40",
-    f'cdcwatch_connect_task_state{{{CONNECT},task="0",state="PAUSED"}}': "0x40",
+    f'{_CONNECTOR_STATE}{{{CONNECT},type="source",state="PAUSED"}}': "0x40",
+    f'cdcwatch_connect_task_state{{{CONNECT},type="source",task="0",state="PAUSED"}}': "0x40",
     f'cdcwatch_debezium_snapshot_state{{{DBZ},context="snapshot",state="running"}}': "0x40",
 }
 """Changes flowing: 60 a minute through every stage, a few seconds behind, the connector's queue nearly empty, its
@@ -383,14 +383,17 @@ RECORDINGS = (
                    f'cdcwatch_debezium_snapshot_state{{{DBZ},context="snapshot",state="running"}}': "1x40"})),
     _signal_rule("server:cdcwatch_publish_signal:bool", "not_running", """
         max by (server) (
-          cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+          cdcwatch_connect_connector_state{%(cdcwatch)s, server!="", type!="sink", state=~"PAUSED|FAILED|UNASSIGNED"}
           or
-          cdcwatch_connect_task_state{%(cdcwatch)s, server!="", state=~"PAUSED|FAILED|UNASSIGNED"}
+          cdcwatch_connect_task_state{%(cdcwatch)s, server!="", type!="sink", state=~"PAUSED|FAILED|UNASSIGNED"}
         ) == bool 1
         """,
                  ("Kafka Connect reports the connector PAUSED",
-                  {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "1x40"}),
-                 ("running", {f'{_CONNECTOR_STATE}{{{CONNECT},state="PAUSED"}}': "0x40"})),
+                  {f'{_CONNECTOR_STATE}{{{CONNECT},type="source",state="PAUSED"}}': "1x40"}),
+                 ("running", {f'{_CONNECTOR_STATE}{{{CONNECT},type="source",state="PAUSED"}}': "0x40"}),
+                 ("a sink of the server paused, its source running: publishing goes on",
+                  {f'{_CONNECTOR_STATE}{{{CONNECT},type="source",state="PAUSED"}}': "0x40",
+                   f'{_CONNECTOR_STATE}{{{EXPORTER},target="connect",connector="inventory-sink",server="inventory",type="sink",state="PAUSED"}}': "1x40"})),
     Recording("server_stage:cdcwatch_freshness:code", """
         (
           max by (server) (server:cdcwatch_publish_signal:bool{signal!="queue_nearly_full"}) == 1
