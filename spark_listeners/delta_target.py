@@ -80,7 +80,6 @@ class DeltaTarget:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-
         spark = batch.sparkSession
         first, self._applied_before = not self._applied_before, True
         recorded = self._recorded(spark, batch_id) if first else None  # Spark runs a batch again only at its start
@@ -91,7 +90,7 @@ class DeltaTarget:
                   .persist())
         seen = (spark.read.format("delta").load(self.path(_LEDGER)).where("table_id IS NOT NULL")
                 .join(staged.select("table_id", "row_key").distinct(), ["table_id", "row_key"], "left_semi")
-                .select("table_id", "row_key", "position"))
+                .select("table_id", "row_key", "position").distinct())
         held = seen.groupBy("table_id", "row_key").agg(F.max("position").alias("held"))
         marked = (staged.withColumn("copy", F.row_number().over(
                       Window.partitionBy("table_id", "row_key", "position").orderBy("topic", "partition", "offset")))
