@@ -104,8 +104,9 @@ sent, so its commit time proves how far the source is caught up, like a heartbea
 _BOUNDS_US = [round(bound * 1e6) for bound in STAGE_LATENCY_BUCKETS]
 
 
-def _row(record: dict[str, Any], schemas_seen: set[tuple[Any, ...]]) -> tuple[Any, ...]:
-    """One record decoded; its row image's schema only when `schemas_seen` (this Arrow batch's) lacks it."""
+def _row(record: dict[str, Any], schemas_seen: dict[Any, list[Any]]) -> tuple[Any, ...]:
+    """One record decoded; its row image's schema only when it is not the one `schemas_seen` (this Arrow batch's,
+    by table) last had."""
     topic, partition, offset = record["topic"], record["partition"], record["offset"]
     kafka = (record.get("timestamp"), record.get("timestampType"))
     try:
@@ -116,9 +117,8 @@ def _row(record: dict[str, Any], schemas_seen: set[tuple[Any, ...]]) -> tuple[An
     kind = WATERMARK if event.is_watermark else event.kind.value
     fields = None
     if event.after_fields is not None:
-        signature = (event.table, *(str(f.get("field")) + str(f.get("name") or f.get("type")) for f in event.after_fields))
-        if signature not in schemas_seen:
-            schemas_seen.add(signature)
+        if schemas_seen.get(event.table) != event.after_fields:  # a list compared in C: no work per row in Python
+            schemas_seen[event.table] = event.after_fields
             fields = json.dumps(event.after_fields, separators=(",", ":"))
     return (topic, partition, offset, kind, event.op.value if event.op else None, event.server,
             str(event.table) if event.table else None,
@@ -234,7 +234,7 @@ def decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     schema = to_arrow_schema(EVENT_SCHEMA)
     summary_type = schema.field("batch_summary").type
     for batch in batches:
-        seen: set[tuple[Any, ...]] = set()
+        seen: dict[Any, list[Any]] = {}
         rows = [_row(record, seen) for record in batch.to_pylist()]
         columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in _ROW_NAMES]
         arrays = {name: pa.array(list(c), type=schema.field(name).type) for name, c in zip(_ROW_NAMES, columns, strict=True)}

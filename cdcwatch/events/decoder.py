@@ -107,7 +107,8 @@ def _after_fields(envelope: dict[str, Any]) -> list[dict[str, Any]] | None:
     fields = schema.get("fields") if isinstance(schema, dict) else None
     for field in fields if isinstance(fields, list) else ():
         if isinstance(field, dict) and field.get("field") == "after" and isinstance(field.get("fields"), list):
-            return list(field["fields"])
+            found: list[dict[str, Any]] = field["fields"]  # the parsed document's own list: no copy per event
+            return found
     return None
 
 

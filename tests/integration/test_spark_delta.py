@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -58,7 +57,6 @@ def lake(postgres, kafka, stack_dir):
                    f"delta:{root}", query_name=QUERY)
     job.start()
     yield worker, job, root
-    shutil.copy(job.log, Path("/tmp/lake-apply.log"))
     job.stop()
     worker.stop()
     postgres.drop_slot("lake_slot")
