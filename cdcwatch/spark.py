@@ -26,6 +26,9 @@ PUSH_JOB = "cdcwatch-spark"
 
 _QUERY = ("query",)
 _QUERY_SERVER = ("query", "server")
+_QUERY_SERVER_TABLE = ("query", "server", "table")
+"""`table`: the source table (`database.schema.table` as the events name it) where the sink counts per table, as the
+reference apply job's targets do; empty for a sink that reports batch totals only."""
 
 # served by the listener's own /metrics in the Spark driver
 QUERY_STATE = MetricSpec("cdcwatch_spark_query_state", "gauge", (
@@ -43,15 +46,15 @@ CHANGES_TOTAL = MetricSpec("cdcwatch_spark_changes_total", "counter", (
     "Row changes (create, update, delete, snapshot read) seen by the query."),
     _QUERY_SERVER)
 CHANGES_APPLIED_TOTAL = MetricSpec("cdcwatch_spark_changes_applied_total", "counter", (
-    "Row changes the sink applied to the target."),
-    _QUERY_SERVER)
+    "Row changes the sink applied to the target, by source table."),
+    _QUERY_SERVER_TABLE)
 DUPLICATES_TOTAL = MetricSpec("cdcwatch_spark_duplicates_total", "counter", (
     "Row changes whose key and source position were already applied (at-least-once re-deliveries), within"
-    " a batch and across batches."),
-    _QUERY_SERVER)
+    " a batch and across batches; by source table."),
+    _QUERY_SERVER_TABLE)
 STALE_EVENTS_TOTAL = MetricSpec("cdcwatch_spark_stale_events_total", "counter", (
-    "Row changes older than the target's row (out of order); they never overwrite it."),
-    _QUERY_SERVER)
+    "Row changes older than the target's row (out of order); they never overwrite it. By source table."),
+    _QUERY_SERVER_TABLE)
 MALFORMED_EVENTS_TOTAL = MetricSpec("cdcwatch_spark_malformed_events_total", "counter", (
     "Records that are no readable Debezium event; counted and skipped."),
     _QUERY_SERVER)

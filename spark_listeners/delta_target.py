@@ -6,7 +6,7 @@ Under the target's root (a path or a URL Spark's Hadoop filesystems read):
 - `_cdcwatch/applied`: the ledger of applied changes (table, row key, source position; deletes included). A change
   found there, or twice in a batch, is a **duplicate** (an at-least-once re-delivery); one older than its row's
   newest entry is **stale** and never applied, so a late re-delivery can neither overwrite newer state nor bring a
-  deleted row back. Each batch adds its changes and one row of its counts, in one commit, after its tables.
+  deleted row back. Each batch adds its changes and one row of counts per table, in one commit, after its tables.
 
 Every write carries Delta's idempotent-write identity (`txnAppId` the query, `txnVersion` the batch id). A batch
 Spark runs again (the job died between its writes and its checkpoint) skips each table it had committed, so nothing
@@ -25,7 +25,7 @@ from typing import Any
 
 from spark_listeners.columns import Column, columns_of, converted, sql_name
 from spark_listeners.latency import MEASURED_STAGES, PER_CHANGE_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
-from spark_listeners.metrics import CommitSpread, SinkOutcome
+from spark_listeners.metrics import CommitSpread, Counts, SinkOutcome
 
 __all__ = ["DeltaTarget", "POSITION_COLUMN", "COMMIT_TIME_COLUMN"]
 
@@ -37,8 +37,8 @@ COMMIT_TIME_COLUMN = "_cdc_commit_time"
 _LEDGER = "_cdcwatch/applied"
 _LEDGER_COLUMNS = ("table_id STRING, row_key STRING, position STRING, batch_id BIGINT, applied_at TIMESTAMP, "
                    "applied BIGINT, duplicates BIGINT, stale BIGINT")
-"""A change: table, key, position; a batch's counts: null table, key and position, and its applied, duplicates
-and stale."""
+"""A change: table, key, position; a batch's counts of one table: the table, null key and position, and its
+applied, duplicates and stale."""
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _PRUNE_EVERY = 50
@@ -88,7 +88,7 @@ class DeltaTarget:
                           "after_fields", "stage_latency.*")
                   .dropDuplicates(["topic", "partition", "offset"])  # a task run twice
                   .persist())
-        seen = (spark.read.format("delta").load(self.path(_LEDGER)).where("table_id IS NOT NULL")
+        seen = (spark.read.format("delta").load(self.path(_LEDGER)).where("row_key IS NOT NULL")
                 .join(staged.select("table_id", "row_key").distinct(), ["table_id", "row_key"], "left_semi")
                 .select("table_id", "row_key", "position").distinct())
         held = seen.groupBy("table_id", "row_key").agg(F.max("position").alias("held"))
@@ -118,8 +118,9 @@ class DeltaTarget:
             now = F.current_timestamp()
             entries = fresh.select("table_id", "row_key", "position", F.lit(batch_id).cast("bigint").alias("batch_id"),
                                    now.alias("applied_at"))
-            counts = spark.createDataFrame([(batch_id, counted.applied, counted.duplicates, counted.stale)],
-                                           "batch_id BIGINT, applied BIGINT, duplicates BIGINT, stale BIGINT")
+            counts = spark.createDataFrame([(table, batch_id, *each) for table, each in sorted(counted.items())],
+                                           "table_id STRING, batch_id BIGINT, applied BIGINT, duplicates BIGINT, "
+                                           "stale BIGINT")
             self._idempotent(spark, batch_id)
             try:
                 entries.unionByName(counts.withColumn("applied_at", now), allowMissingColumns=True).write.format(
@@ -136,19 +137,22 @@ class DeltaTarget:
     def _recorded(self, spark: Any, batch_id: int) -> SinkOutcome | None:
         """The counts a first run of this batch wrote, when Spark runs it again."""
         found = (spark.read.format("delta").load(self.path(_LEDGER))
-                 .where(f"table_id IS NULL AND batch_id = {int(batch_id)}").collect())
+                 .where(f"row_key IS NULL AND batch_id = {int(batch_id)}").collect())
         if not found:
             return None
         log.info("batch %d ran before: its writes are skipped and its counts reported as first written", batch_id)
-        return SinkOutcome(applied=found[0].applied, duplicates=found[0].duplicates, stale=found[0].stale)
+        return SinkOutcome.of_tables({r.table_id: Counts(r.applied, r.duplicates, r.stale) for r in found})
 
     def _prune(self, spark: Any) -> None:
-        """Forget entries older than the retention, except each row's newest (what keeps a deleted row deleted)."""
+        """Forget entries older than the retention, except each row's newest (what keeps a deleted row deleted), and
+        the batches' counts older than it (a batch runs again only right after a restart)."""
+        spark.sql(f"DELETE FROM {self._table(_LEDGER)} WHERE row_key IS NULL "
+                  f"AND applied_at < current_timestamp() - INTERVAL {int(self.ledger_retention_seconds)} SECONDS")
         spark.sql(f"""
             MERGE INTO {self._table(_LEDGER)} t USING (
                 SELECT table_id, row_key, position FROM (
                     SELECT *, row_number() OVER (PARTITION BY table_id, row_key ORDER BY position DESC) AS rank
-                    FROM {self._table(_LEDGER)} WHERE table_id IS NOT NULL)
+                    FROM {self._table(_LEDGER)} WHERE row_key IS NOT NULL)
                 WHERE rank > 1 AND applied_at < current_timestamp() - INTERVAL {int(self.ledger_retention_seconds)} SECONDS
             ) s ON t.table_id = s.table_id AND t.row_key = s.row_key AND t.position = s.position
             WHEN MATCHED THEN DELETE""")
@@ -248,8 +252,8 @@ def _typed_rows(columns: list[Column], schema: Any) -> Any:
     return convert
 
 
-def _outcome(marked: Any, F: Any) -> tuple[SinkOutcome | None, SinkOutcome]:
-    """One pass over a batch's marked changes: its counts (None when it has no row change) and, with them, the new
+def _outcome(marked: Any, F: Any) -> tuple[dict[str, Counts] | None, SinkOutcome]:
+    """A batch's marked changes: its counts by table (None when it has no row change) and, with them, the new
     changes' commit-time spread and latency by stage, keyed as `merge_summaries` returns a batch."""
     fresh = F.col("fresh")
     sums = []
@@ -264,7 +268,6 @@ def _outcome(marked: Any, F: Any) -> tuple[SinkOutcome | None, SinkOutcome]:
     committed = F.when(fresh, F.col("commit_time"))
     row = marked.agg(
         F.count(F.lit(1)).alias("total"), F.count_if(fresh).alias("new"),
-        F.count_if(fresh & (F.col("held") > F.col("position"))).alias("stale"),
         F.count(committed).alias("n"), F.min(committed).alias("oldest"),
         F.expr("percentile_disc(0.01) WITHIN GROUP (ORDER BY CASE WHEN fresh THEN commit_time END)").alias("p01"),
         F.expr("percentile_disc(0.5) WITHIN GROUP (ORDER BY CASE WHEN fresh THEN commit_time END)").alias("p50"),
@@ -277,5 +280,7 @@ def _outcome(marked: Any, F: Any) -> tuple[SinkOutcome | None, SinkOutcome]:
     for stage, size in codes.items():
         stages[stage_codes(stage)] = [[code, row[f"{stage}_{code}"]] for code in range(size) if row[f"{stage}_{code}"]]
     spread = CommitSpread(int(row.n), row.oldest, row.p01, row.p50, row.newest) if row.n else CommitSpread()
-    counted = SinkOutcome(applied=row.new - row.stale, duplicates=row.total - row.new, stale=row.stale)
-    return counted, SinkOutcome(counted.applied, counted.duplicates, counted.stale, spread, stages)
+    tables = {r.table_id: Counts(r.new - r.stale, r.total - r.new, r.stale) for r in marked.groupBy("table_id").agg(
+        F.count(F.lit(1)).alias("total"), F.count_if(fresh).alias("new"),
+        F.count_if(fresh & (F.col("held") > F.col("position"))).alias("stale")).collect()}
+    return tables, SinkOutcome.of_tables(tables, spread, stages)

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client.metrics_core import Metric
 
@@ -76,7 +76,7 @@ from spark_listeners.latency import (
     stage_sum,
 )
 
-__all__ = ["BATCH_DURATION_BUCKETS", "SPARK_EXCEPTIONS", "CommitSpread", "Histogram", "QueryState", "SinkOutcome",
+__all__ = ["BATCH_DURATION_BUCKETS", "SPARK_EXCEPTIONS", "CommitSpread", "Counts", "Histogram", "QueryState", "SinkOutcome",
            "SparkMetrics"]
 
 BATCH_DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -119,6 +119,14 @@ class CommitSpread:
         return cls(len(times), times[0], rank(0.01), rank(0.5), times[-1])
 
 
+class Counts(NamedTuple):
+    """What a sink did with one table's row changes (or a batch's): see `SinkOutcome`."""
+
+    applied: int = 0
+    duplicates: int = 0
+    stale: int = 0
+
+
 @dataclass
 class SinkOutcome:
     """What a sink did with one batch's row changes.
@@ -138,6 +146,18 @@ class SinkOutcome:
     stale: int = 0       # older than what the target holds (out of order); never overwrote it
     commits: CommitSpread | None = None
     stages: Mapping[str, Any] | None = None
+    tables: Mapping[str, Counts] | None = None
+    """The counts by source table (they sum to the totals above); None: the totals alone, counted under table ""."""
+
+    @classmethod
+    def of_tables(cls, tables: Mapping[str, Counts], commits: CommitSpread | None = None,
+                  stages: Mapping[str, Any] | None = None) -> SinkOutcome:
+        """The outcome whose totals are the sums of its tables' counts."""
+        return cls(sum(c.applied for c in tables.values()), sum(c.duplicates for c in tables.values()),
+                   sum(c.stale for c in tables.values()), commits, stages, dict(tables))
+
+    def by_table(self) -> Mapping[str, Counts]:
+        return self.tables if self.tables is not None else {"": Counts(self.applied, self.duplicates, self.stale)}
 
 
 @dataclass
@@ -183,9 +203,7 @@ class QueryState:
     apply_lag: dict[str, float] = field(default_factory=dict)  # "max", "50", "99"
     newest_change: float | None = None
     newest_heartbeat: float | None = None
-    applied: int = 0
-    duplicates: int = 0
-    stale: int = 0
+    counts: dict[str, Counts] = field(default_factory=dict)  # source table ("": not told) -> counts so far
     offsets_behind: dict[str, float] = field(default_factory=dict)  # topic -> records
     last_progress: float | None = None
     stages: dict[tuple[str, str], Histogram] = field(default_factory=dict)  # (stage, timestamp_type) -> histogram
@@ -305,14 +323,14 @@ class SparkMetrics:
     def collect(self) -> Iterable[Metric]:
         now = self._clock()
         with self._lock:
-            queries = [(s, dict(s.apply_lag), dict(s.offsets_behind), list(s.duration_buckets),
+            queries = [(s, dict(s.apply_lag), dict(s.counts), dict(s.offsets_behind), list(s.duration_buckets),
                         [(key, Histogram(list(h.buckets), h.count, h.sum, h.negative)) for key, h in sorted(
                             s.stages.items(), key=lambda item: _STAGE_KEYS.index(item[0]))])
                        for s in self._queries.values()]
         builder = FamilyBuilder()
         for spec in SPARK_METRICS.values():  # every family, in declaration order, even without a sample
             builder.family_of(spec)
-        for state, lag, behind, buckets, stages in queries:
+        for state, lag, tables, behind, buckets, stages in queries:
             query = {"query": state.name}
             series = {**query, "server": state.server}
             for each in QUERY_STATES:
@@ -322,10 +340,11 @@ class SparkMetrics:
             builder.add_spec(BATCHES_TOTAL, state.batches, query)
             builder.add_spec(INPUT_ROWS_TOTAL, state.input_rows, query)
             for spec, value in ((EVENTS_TOTAL, state.events), (CHANGES_TOTAL, state.changes),
-                                (CHANGES_APPLIED_TOTAL, state.applied), (DUPLICATES_TOTAL, state.duplicates),
-                                (STALE_EVENTS_TOTAL, state.stale), (MALFORMED_EVENTS_TOTAL, state.malformed),
-                                (LOST_OFFSETS_TOTAL, state.lost_offsets)):
+                                (MALFORMED_EVENTS_TOTAL, state.malformed), (LOST_OFFSETS_TOTAL, state.lost_offsets)):
                 builder.add_spec(spec, value, series)
+            for table, counts in sorted((tables or {"": Counts()}).items()):  # zeros before a sink's first report
+                for spec, value in zip((CHANGES_APPLIED_TOTAL, DUPLICATES_TOTAL, STALE_EVENTS_TOTAL), counts, strict=True):
+                    builder.add_spec(spec, value, series, table=table)
             builder.add_spec(INPUT_ROWS_PER_SECOND, state.input_rows_per_second, query)
             builder.add_spec(PROCESSED_ROWS_PER_SECOND, state.processed_rows_per_second, query)
             for percentile, seconds in sorted(lag.items()):
@@ -353,9 +372,9 @@ class SparkMetrics:
 
 
 def _count_sink(state: QueryState, outcome: SinkOutcome) -> None:
-    state.applied += outcome.applied
-    state.duplicates += outcome.duplicates
-    state.stale += outcome.stale
+    for table, counts in outcome.by_table().items():
+        held = state.counts.get(table, Counts())
+        state.counts[table] = Counts(*(have + new for have, new in zip(held, counts, strict=True)))
 
 
 def _measured_stages(state: QueryState, observed: Mapping[str, Any]) -> None:

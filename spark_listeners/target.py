@@ -7,6 +7,7 @@ e.g. when its executor was lost before reporting) is one record: the merge reads
   is a **duplicate** (an at-least-once re-delivery) and is not applied again;
 - the others are new: their commit times (`CommitSpread`) are what the batch's apply lag is measured on, and
   their latency by stage (`SinkOutcome.stages`) what the stage histograms count, so a replay raises neither;
+- every count is kept by source table (`SinkOutcome.tables`);
 - of the new ones, the newest per row is upserted with `... DO UPDATE ... WHERE rows.position < excluded.position`,
   so an older event never overwrites newer state; one older than the target's row is **stale**.
 Deletes keep the row as `deleted` with its position, so a late re-delivery cannot resurrect it.
@@ -31,7 +32,7 @@ from spark_listeners.latency import (
     stage_codes,
     stage_sum,
 )
-from spark_listeners.metrics import CommitSpread, SinkOutcome
+from spark_listeners.metrics import CommitSpread, Counts, SinkOutcome
 
 __all__ = ["PostgresTarget", "STAGED_COLUMNS", "STAGE_COLUMNS"]
 
@@ -100,9 +101,13 @@ WITH staged AS (
         WHERE r.position < excluded.position
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM batch),
-       (SELECT count(*) FROM fresh),
-       (SELECT count(*) FROM fresh f JOIN {s}.rows r USING (table_id, row_key) WHERE r.position > f.position),
+SELECT (SELECT coalesce(jsonb_object_agg(table_id, counts), '{{}}') FROM (
+           SELECT b.table_id, jsonb_build_array(
+               count(*),
+               (SELECT count(*) FROM fresh f WHERE f.table_id = b.table_id),
+               (SELECT count(*) FROM fresh f JOIN {s}.rows r USING (table_id, row_key)
+                WHERE f.table_id = b.table_id AND r.position > f.position)) AS counts
+           FROM batch b GROUP BY b.table_id) per_table),
        (SELECT count(*) FROM upsert),
        (SELECT count(*) FROM ledger),
        (SELECT ARRAY[count(commit_time), min(commit_time), percentile_disc(0.01) WITHIN GROUP (ORDER BY commit_time),
@@ -141,15 +146,15 @@ class PostgresTarget:
                                         {"batch": batch_id}).fetchone()
             if counts is None:
                 raise RuntimeError(f"merging batch {batch_id} returned no counts")
-            total, fresh, stale, _, _, spread, stages = counts
+            per_table, _, _, spread, stages = counts
             connection.execute(f"DELETE FROM {self.schema}.staging WHERE batch_id <= %s", (batch_id,))
             if batch_id % 50 == 0:
                 connection.execute(f"DELETE FROM {self.schema}.applied WHERE applied_at < now() - %s * interval '1 second'",
                                    (self.ledger_retention_seconds,))
         changes, oldest, p01, p50, newest = spread
         commits = CommitSpread(int(changes), oldest, p01, p50, newest) if changes else CommitSpread()
-        return SinkOutcome(applied=fresh - stale, duplicates=total - fresh, stale=stale, commits=commits,
-                           stages=stages)
+        return SinkOutcome.of_tables({table: Counts(fresh - stale, total - fresh, stale)
+                                      for table, (total, fresh, stale) in per_table.items()}, commits, stages)
 
     def clear_batch(self, batch_id: int) -> None:
         """Drop what an earlier, failed attempt of this batch staged."""

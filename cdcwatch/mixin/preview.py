@@ -27,10 +27,11 @@ _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def resolve_variables(api: PrometheusApi, model: dict[str, Any], rate_interval: str = "1m") -> dict[str, str]:
+def resolve_variables(api: PrometheusApi, model: dict[str, Any], rate_interval: str = "1m",
+                      range_: str = "1h") -> dict[str, str]:
     """Each query variable → a regex of all its current values (in order, so later ones see earlier ones),
-    and Grafana's $__rate_interval."""
-    values: dict[str, str] = {"__rate_interval": rate_interval}
+    and Grafana's $__rate_interval and $__range (the board's time range)."""
+    values: dict[str, str] = {"__rate_interval": rate_interval, "__range": range_}
     for variable in model.get("templating", {}).get("list", []):
         if variable.get("type") != "query":
             continue
@@ -59,7 +60,7 @@ def substitute(expr: str, values: dict[str, str]) -> str:
 def panel_series(api: PrometheusApi, model: dict[str, Any], start: float, end: float,
                  step: float) -> list[tuple[dict[str, Any], list[tuple[str, list[dict[str, Any]]]]]]:
     """Every panel with, per query, its legend format and the series Prometheus returns."""
-    values = resolve_variables(api, model, f"{int(max(4 * step, 60))}s")
+    values = resolve_variables(api, model, f"{int(max(4 * step, 60))}s", f"{int(end - start)}s")
     panels = []
     for panel in model.get("panels", []):
         if panel.get("type") == "row":

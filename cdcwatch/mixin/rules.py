@@ -104,6 +104,7 @@ _BOARDS: dict[str, tuple[str, str, dict[str, str]]] = {
     "cdcwatch-connect": ("connect_rest", "cdcwatch-connect", {"worker": "target", "connector": "connector"}),
     "cdcwatch-kafka": ("kafka", "cdcwatch-kafka", {"cluster": "target", "group": "group", "topic": "topic"}),
     "cdcwatch-spark": ("spark", "cdcwatch-spark", {"query": "query", "server": "server"}),
+    "cdcwatch-delta": ("delta", "cdcwatch-delta", {"table": "target"}),
     "cdcwatch-reconcile": ("reconcile", "cdcwatch-reconcile", {"pair": "target"}),
 }
 """Rule group → (the stage its board needs, the board's uid, board variable → the alert label that sets it). The

@@ -19,7 +19,7 @@ from devstack.kafka import KafkaBroker
 from devstack.mariadb import MariaDbServer
 from devstack.postgres import PostgresServer
 from devstack.procs import free_port, port_open, wait_for
-from devstack.samples import Values, parse, value  # noqa: F401 (the tests import them from here)
+from devstack.samples import Values, parse, total, value  # noqa: F401 (the tests import them from here)
 
 _STACK_DIRS: list[Path] = []
 """The session's stack directory, once made: a failed test's report carries the tails of the logs written meanwhile."""

@@ -25,7 +25,7 @@ from devstack.debezium import postgres_connector_properties
 from devstack.procs import wait_for, wait_until_seen
 from devstack.prometheus import Pushgateway
 from devstack.spark import ApplyJob
-from tests.integration.conftest import MS, parse, promtool_check, value
+from tests.integration.conftest import MS, parse, promtool_check, total, value
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +105,7 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
         "SELECT coalesce(string_agg(row::text, ''), '') FROM cdcwatch_apply.rows WHERE row_key = '[[\"id\",5000]]'",
         database="shop_target"), committed, 60, "the probe row in the target", interval=0.05)
     at_least, measured = missed - committed, seen - committed
-    values = wait_for(lambda: (v := metrics(job)) and value(v, "cdcwatch_spark_changes_applied_total", query=QUERY) and
+    values = wait_for(lambda: (v := metrics(job)) and total(v, "cdcwatch_spark_changes_applied_total", query=QUERY) and
                       value(v, "cdcwatch_spark_newest_applied_change_timestamp_seconds", query=QUERY) >= sent - MS and v,
                       30, "the probe's batch in the listener")
     read_at = time.time()
@@ -132,15 +132,15 @@ def test_target_equals_source_and_apply_lag_matches_the_measured_delay(pipeline,
     assert all(value(values, "cdcwatch_spark_clock_skew_changes_total", query=QUERY, stage=stage, timestamp_type=kind) == 0
                for stage, kind in stages)
     assert value(values, "cdcwatch_spark_query_state", query=QUERY, state="active") == 1
-    assert value(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == 0
+    assert total(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == 0
     assert value(values, "cdcwatch_spark_source_offsets_behind_latest", query=QUERY, topic=TOPIC) == 0
     # idle source with heartbeats: freshness stays low; the batches keep coming
     assert value(values, "cdcwatch_spark_freshness_seconds", query=QUERY, server=SERVER) < 10
     promtool_check(job.metrics())
     # the same metrics pushed to a real Pushgateway after every batch
     pushed = parse(urllib.request.urlopen(f"{pushgateway.url}/metrics", timeout=10).read().decode())
-    assert value(pushed, "cdcwatch_spark_changes_applied_total", job="cdcwatch-spark", query=QUERY) >= \
-        value(values, "cdcwatch_spark_changes_applied_total", query=QUERY) - 1
+    assert total(pushed, "cdcwatch_spark_changes_applied_total", job="cdcwatch-spark", query=QUERY) >= \
+        total(values, "cdcwatch_spark_changes_applied_total", query=QUERY) - 1
 
 
 def topic_identities(bootstrap: str, topic: str = TOPIC) -> Counter:
@@ -185,14 +185,14 @@ def test_kill_9_between_offset_flushes_redelivers_and_every_duplicate_is_counted
     identities = wait_for(lambda: (c := topic_identities(kafka.bootstrap)) and sum(n - 1 for n in c.values()) >= changed
                           and c, 120, "the re-delivered changes in the topic", interval=1)
     redelivered = sum(n - 1 for n in identities.values())
-    wait_for(lambda: value(metrics(job), "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == redelivered,
+    wait_for(lambda: total(metrics(job), "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == redelivered,
              120, f"{redelivered} duplicates counted", interval=1)
     wait_for(lambda: in_sync(postgres), 60, "the target to equal the source after the replay", interval=0.5)
     values = metrics(job)
     print(f"\nre-delivered {redelivered} events; duplicates_total "
-          f"{value(values, 'cdcwatch_spark_duplicates_total', query=QUERY, server=SERVER)}")
-    assert value(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == redelivered
-    assert value(values, "cdcwatch_spark_stale_events_total", query=QUERY, server=SERVER) == 0
+          f"{total(values, 'cdcwatch_spark_duplicates_total', query=QUERY, server=SERVER)}")
+    assert total(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == redelivered
+    assert total(values, "cdcwatch_spark_stale_events_total", query=QUERY, server=SERVER) == 0
 
 
 def test_malformed_records_are_counted_and_the_query_keeps_applying(pipeline, postgres, kafka) -> None:

@@ -9,7 +9,8 @@ imported cdcwatch from). On the cluster, as locally (test_spark_apply.py):
   the same scrape as the changes it duplicates (a batch's sink counts and observed counts move together);
 - a worker (with its executor JVM and Python workers) killed while a micro-batch's tasks run: Spark runs the lost
   task again on the other executor, and no observed count (events, changes, malformed, duplicates, stage latencies)
-  is counted twice or lost.
+  is counted twice or lost;
+- the Delta Lake target: the executors type the rows, the table equals the changes, re-deliveries count exactly.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from devstack.debezium import postgres_connector_properties
 from devstack.procs import REPO, StackError, wait_for, wait_until_seen
 from devstack.spark import ApplyJob
 from devstack.spark_cluster import EXECUTOR_ENV, SparkCluster, executor_archive, job_env, spark_home
-from tests.integration.conftest import MS, parse, value
+from tests.integration.conftest import MS, parse, total, value
 from tests.integration.test_spark_apply import topic_identities
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -87,6 +88,72 @@ def test_executors_import_cdcwatch_from_the_shipped_archive(cluster, driver_env)
         # Spark's own PYTHONPATH for its Python workers: pyspark.zip, py4j and jars of the Spark installation only
         assert all(entry.startswith(str(spark_home())) for entry in path.split(":")), path
         assert python.endswith(f"{EXECUTOR_ENV}/bin/python")
+
+
+LAKE_SERVER = "clusterlake"
+LAKE_TOPIC = f"{LAKE_SERVER}.public.items"
+LAKE_TABLE = "postgres.public.items"
+_LAKE_ROW = {"type": "struct", "optional": True, "name": f"{LAKE_TOPIC}.Value", "fields": [
+    {"type": "int32", "optional": False, "field": "id"}, {"type": "int32", "optional": True, "field": "qty"}]}
+
+
+def lake_record(lsn: int, row_id: int, qty: int | None) -> tuple[str, str]:
+    """A Debezium change of `items` as the JsonConverter writes it with its schema (the Delta target types its table
+    from it): an insert or update of (row_id, qty), a delete where qty is None."""
+    key = {"schema": {"type": "struct", "optional": False, "name": f"{LAKE_TOPIC}.Key",
+                      "fields": [{"type": "int32", "optional": False, "field": "id"}]}, "payload": {"id": row_id}}
+    now_ms = int(time.time() * 1000)
+    payload = {"op": "c" if qty is not None else "d", "ts_ms": now_ms,
+               "before": None if qty is not None else {"id": row_id, "qty": None},
+               "after": {"id": row_id, "qty": qty} if qty is not None else None,
+               "source": {"connector": "postgresql", "name": LAKE_SERVER, "ts_ms": now_ms - 5, "db": "postgres",
+                          "schema": "public", "table": "items", "lsn": lsn}}
+    value = {"schema": {"type": "struct", "optional": False, "name": f"{LAKE_TOPIC}.Envelope",
+                        "fields": [{**_LAKE_ROW, "field": "before"}, {**_LAKE_ROW, "field": "after"}]},
+             "payload": payload}
+    return json.dumps(key), json.dumps(value)
+
+
+def test_the_delta_target_on_the_cluster_equals_the_changes_and_counts_them_by_table(cluster, driver_env, kafka,
+                                                                                     stack_dir) -> None:
+    """The Delta target with its executors in JVMs of their own: they decode and type the rows (delta-spark shipped
+    to them with the job's jars), the driver merges; the table equals the changes and a re-delivery counts as
+    duplicates of its table, exactly. Run before the PostgreSQL pipeline of this module takes the cluster's cores."""
+    kafka.create_topic(LAKE_TOPIC, 2)
+    changes = [(row_id, row_id % 7) for row_id in range(1, 101)] + [(row_id, 100 + row_id) for row_id in range(1, 21)]
+    changes += [(row_id, None) for row_id in range(91, 101)]
+    records = [lake_record(10_000_000 + n, row_id, qty) for n, (row_id, qty) in enumerate(changes)]
+    producer = Producer({"bootstrap.servers": kafka.bootstrap})
+    for key, value_ in records:
+        producer.produce(LAKE_TOPIC, key=key, value=value_, partition=json.loads(key)["payload"]["id"] % 2)
+    assert producer.flush(10) == 0
+    expected = {row_id: qty for row_id, qty in changes}
+    expected = {row_id: qty for row_id, qty in expected.items() if qty is not None}
+    root = stack_dir / "cluster-lake"
+    job = ApplyJob(stack_dir / "cluster-lake-apply", kafka.bootstrap, rf"{LAKE_SERVER}\..*", f"delta:{root}",
+                   query_name="cluster_lake", master=cluster.url, env=driver_env)
+    job.start(timeout=240)
+    try:
+        def lake_rows() -> dict[int, int]:
+            from deltalake import DeltaTable
+
+            if not (root / LAKE_TABLE / "_delta_log").is_dir():
+                return {}
+            return {row["id"]: row["qty"] for row in DeltaTable(str(root / LAKE_TABLE)).to_pyarrow_table().to_pylist()}
+
+        wait_for(lambda: lake_rows() == expected, 240, "the Delta table to hold the changes", interval=1)
+        counted = {"query": "cluster_lake", "server": LAKE_SERVER, "table": LAKE_TABLE}
+        wait_for(lambda: value(metrics(job), "cdcwatch_spark_changes_applied_total", **counted) == len(changes), 60,
+                 "every change counted as applied")
+        for key, value_ in records[:10]:
+            producer.produce(LAKE_TOPIC, key=key, value=value_, partition=json.loads(key)["payload"]["id"] % 2)
+        assert producer.flush(10) == 0
+        wait_for(lambda: value(metrics(job), "cdcwatch_spark_duplicates_total", **counted) == 10, 120,
+                 "the ten re-delivered changes counted as duplicates")
+        assert lake_rows() == expected
+        assert value(metrics(job), "cdcwatch_spark_changes_applied_total", **counted) == len(changes)
+    finally:
+        job.stop()
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +241,7 @@ def test_target_equals_source_and_apply_lag_and_freshness_hold_on_the_cluster(pi
     changes = value(values, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER)
     assert value(values, "cdcwatch_spark_stage_latency_seconds_count", query=QUERY, stage="capture", timestamp_type="") == changes
     assert value(values, "cdcwatch_spark_query_state", query=QUERY, state="active") == 1
-    assert value(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == 0
+    assert total(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == 0
     assert value(values, "cdcwatch_spark_freshness_seconds", query=QUERY, server=SERVER) < 10
 
 
@@ -186,7 +253,7 @@ def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipe
     before = topic_identities(kafka.bootstrap, TOPIC)
     redelivered_before = sum(n - 1 for n in before.values())
     baseline = metrics(job)
-    counted_before = value(baseline, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER)
+    counted_before = total(baseline, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER)
     changes_before = value(baseline, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER)
     changed = int(postgres.sql("SELECT count(*) FROM cluster_items WHERE id <= 100"))
     for round_ in range(2):
@@ -200,16 +267,16 @@ def test_kill_9_of_the_connect_worker_counts_every_duplicate_on_the_cluster(pipe
     redelivered = sum(n - 1 for n in identities.values()) - redelivered_before
     # the first scrape that counts every duplicate (scraped often, to land between the sink's report and the
     # batch's progress if a scrape can) counts the changes they duplicate as well: the batch's counts move together
-    counted = wait_for(lambda: (v := metrics(job)) and value(v, "cdcwatch_spark_duplicates_total", query=QUERY,
+    counted = wait_for(lambda: (v := metrics(job)) and total(v, "cdcwatch_spark_duplicates_total", query=QUERY,
                                                              server=SERVER) - counted_before == redelivered and v,
                        120, f"{redelivered} duplicates counted", interval=0.02)
     assert value(counted, "cdcwatch_spark_changes_total", query=QUERY, server=SERVER) - changes_before == changed + redelivered
     wait_for(lambda: in_sync(postgres, pipeline), 60, "the target to equal the source after the replay", interval=0.5)
     values = metrics(job)
     print(f"\nre-delivered {redelivered} events; duplicates counted "
-          f"{value(values, 'cdcwatch_spark_duplicates_total', query=QUERY, server=SERVER) - counted_before}")
-    assert value(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) - counted_before == redelivered
-    assert value(values, "cdcwatch_spark_stale_events_total", query=QUERY, server=SERVER) == 0
+          f"{total(values, 'cdcwatch_spark_duplicates_total', query=QUERY, server=SERVER) - counted_before}")
+    assert total(values, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) - counted_before == redelivered
+    assert total(values, "cdcwatch_spark_stale_events_total", query=QUERY, server=SERVER) == 0
 
 
 def raw_record(row_id: int) -> str:
@@ -232,7 +299,7 @@ def test_a_worker_killed_in_the_middle_of_a_micro_batch_loses_and_doubles_no_cou
               "cdcwatch_spark_changes_applied_total")
 
     def grown(values: dict, name: str, **labels: str) -> float:
-        return (value(values, name, query=QUERY, **labels) or 0) - (value(before, name, query=QUERY, **labels) or 0)
+        return (total(values, name, query=QUERY, **labels) or 0) - (total(before, name, query=QUERY, **labels) or 0)
 
     # every staging COPY waits, inside its task, for an advisory lock the test holds: both executors are then in the
     # middle of the same micro-batch, their rows decoded and observed but not yet reported to the driver

@@ -14,7 +14,7 @@ from confluent_kafka import Producer, TopicPartition
 
 from devstack.procs import wait_for
 from devstack.spark import ApplyJob
-from tests.integration.conftest import parse, value
+from tests.integration.conftest import parse, total, value
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def job(kafka, postgres, stack_dir, *extra: str) -> ApplyJob:
 
 
 def applied(started: ApplyJob) -> float:
-    return value(parse(started.metrics()), "cdcwatch_spark_changes_applied_total", query=QUERY) or 0
+    return total(parse(started.metrics()), "cdcwatch_spark_changes_applied_total", query=QUERY) or 0
 
 
 def test_deleted_records_fail_the_query_or_are_counted(kafka, postgres, stack_dir) -> None:
@@ -68,7 +68,7 @@ def test_deleted_records_fail_the_query_or_are_counted(kafka, postgres, stack_di
                    if name == "cdcwatch_spark_query_failure_info" and v == 1]
         assert failure == ["KafkaIllegalStateException"], failure
         assert "data may have been lost" in strict.log.read_text()
-        assert value(values, "cdcwatch_spark_changes_applied_total", query=QUERY) == 0
+        assert total(values, "cdcwatch_spark_changes_applied_total", query=QUERY) == 0
     finally:
         strict.stop()
 

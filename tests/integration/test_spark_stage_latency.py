@@ -23,7 +23,7 @@ from devstack.procs import wait_for
 from devstack.spark import ApplyJob
 from spark_listeners.latency import STAGE_LATENCY_BUCKETS
 from tests.change_events import change_event
-from tests.integration.conftest import parse, promtool_check, value
+from tests.integration.conftest import parse, promtool_check, total, value
 
 pytestmark = pytest.mark.integration
 
@@ -182,7 +182,7 @@ def test_re_deliveries_stay_out_of_the_stage_histograms(job, kafka) -> None:
     producer.flush(10)
     before = wait_for(lambda: (v := parse(job.metrics())) and histogram(v, "apply")["count"] >= start + len(old) and v,
                       240, "the first delivery through the job", interval=0.5)
-    duplicates = value(before, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) or 0
+    duplicates = total(before, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) or 0
 
     now_ms = int(time.time() * 1000)
     for key, record in old:  # the same records again: a replay of changes already applied
@@ -193,7 +193,7 @@ def test_re_deliveries_stay_out_of_the_stage_histograms(job, kafka) -> None:
     after = wait_for(lambda: (v := parse(job.metrics())) and
                      histogram(v, "apply")["count"] >= histogram(before, "apply")["count"] + 1 and v,
                      120, "the new change through the job", interval=0.2)
-    assert value(after, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == duplicates + len(old)
+    assert total(after, "cdcwatch_spark_duplicates_total", query=QUERY, server=SERVER) == duplicates + len(old)
     assert_histogram(delta(histogram(after, "capture"), histogram(before, "capture")), expected([250]), "capture")
     assert_histogram(delta(histogram(after, "produce", "create_time"), histogram(before, "produce", "create_time")),
                      expected([0]), "produce")

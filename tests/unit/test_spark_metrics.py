@@ -16,7 +16,7 @@ from spark_listeners.latency import (
     stage_codes,
     stage_sum,
 )
-from spark_listeners.metrics import SPARK_EXCEPTIONS, CommitSpread, SinkOutcome, SparkMetrics
+from spark_listeners.metrics import SPARK_EXCEPTIONS, CommitSpread, Counts, SinkOutcome, SparkMetrics
 from tests.integration.conftest import promtool_check
 
 
@@ -72,7 +72,7 @@ def test_a_replay_the_sink_reports_never_raises_the_apply_lag() -> None:
     metrics.sink("q", SinkOutcome(applied=4, duplicates=50, commits=CommitSpread.of([995.0, 996.0, 997.0, 998.0])), 7)
     metrics.progress("q", {**PROGRESS, "batchId": 7}, replayed)
     assert (_lag(metrics, "max"), _lag(metrics, "99"), _lag(metrics, "50")) == (5.0, 5.0, 4.0)
-    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop") == 50
+    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop", table="") == 50
     clock.now = 1010.0
     metrics.sink("q", SinkOutcome(duplicates=30, commits=CommitSpread.of([])), 8)
     metrics.progress("q", {**PROGRESS, "batchId": 8}, replayed)
@@ -117,9 +117,23 @@ def test_sink_outcomes_add_up() -> None:
     metrics.progress("q", PROGRESS, OBSERVED)
     metrics.sink("q", SinkOutcome(applied=5, duplicates=3, stale=1))
     metrics.sink("q", SinkOutcome(applied=1, duplicates=2, stale=0))
-    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop") == 5
-    assert sample(metrics, "cdcwatch_spark_stale_events_total", query="q", server="shop") == 1
-    assert sample(metrics, "cdcwatch_spark_changes_applied_total", query="q", server="shop") == 6
+    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop", table="") == 5
+    assert sample(metrics, "cdcwatch_spark_stale_events_total", query="q", server="shop", table="") == 1
+    assert sample(metrics, "cdcwatch_spark_changes_applied_total", query="q", server="shop", table="") == 6
+
+
+def test_sink_outcomes_by_table_add_up_per_table() -> None:
+    """A sink that counts by table: each table's series adds up its own counts; none is left under an empty table."""
+    metrics = SparkMetrics(Clock(0.0))
+    metrics.progress("q", PROGRESS, OBSERVED)
+    metrics.sink("q", SinkOutcome.of_tables({"shop.public.items": Counts(5, 3, 1), "shop.public.orders": Counts(2, 0, 0)}))
+    metrics.sink("q", SinkOutcome.of_tables({"shop.public.items": Counts(1, 2, 0)}))
+    for table, applied, duplicates, stale in (("shop.public.items", 6, 5, 1), ("shop.public.orders", 2, 0, 0)):
+        labels = {"query": "q", "server": "shop", "table": table}
+        assert sample(metrics, "cdcwatch_spark_changes_applied_total", **labels) == applied
+        assert sample(metrics, "cdcwatch_spark_duplicates_total", **labels) == duplicates
+        assert sample(metrics, "cdcwatch_spark_stale_events_total", **labels) == stale
+    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop", table="") is None
 
 
 def test_a_batchs_sink_counts_and_observed_counts_appear_together() -> None:
@@ -127,18 +141,18 @@ def test_a_batchs_sink_counts_and_observed_counts_appear_together() -> None:
     between sees neither, so a reader comparing duplicates with changes never catches half a batch."""
     metrics = SparkMetrics(Clock(0.0))
     metrics.sink("q", SinkOutcome(duplicates=99, commits=CommitSpread.of([])), 7)
-    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="") == 0
+    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="", table="") == 0
     metrics.progress("q", {**PROGRESS, "batchId": 7}, {**OBSERVED, "changes": 99})
-    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop") == 99
+    assert sample(metrics, "cdcwatch_spark_duplicates_total", query="q", server="shop", table="") == 99
     assert sample(metrics, "cdcwatch_spark_changes_total", query="q", server="shop") == 99
     metrics.sink("q", SinkOutcome(applied=3), 8)
     metrics.sink("q", SinkOutcome(applied=5), 8)  # the batch reported again: the last report stands
     metrics.sink("q", SinkOutcome(applied=2), 9)
     metrics.progress("q", {**PROGRESS, "batchId": 9}, OBSERVED)  # batch 8's progress never came: counted now
-    assert sample(metrics, "cdcwatch_spark_changes_applied_total", query="q", server="shop") == 7
+    assert sample(metrics, "cdcwatch_spark_changes_applied_total", query="q", server="shop", table="") == 7
     metrics.sink("q", SinkOutcome(applied=4), 10)
     metrics.terminated("q", "org.apache.spark.SparkException: Job aborted")  # failed after the merge
-    assert sample(metrics, "cdcwatch_spark_changes_applied_total", query="q", server="shop") == 11
+    assert sample(metrics, "cdcwatch_spark_changes_applied_total", query="q", server="shop", table="") == 11
 
 
 def test_mixed_servers_read_mixed() -> None:
@@ -322,7 +336,8 @@ def _every_family() -> SparkMetrics:
             **observed(stage("capture", "", [300.0, -0.5, 0.2, 0.3, 0.004]),
                        stage("produce", "create_time", [0.02, 0.03, -0.01]), stage("produce", "log_append_time", [0.1, 7.0]),
                        stage("queue", "create_time", [400.0, 0.02, 0.03]), stage("queue", "log_append_time", [0.3, 0.4]))}
-    metrics.sink("q", SinkOutcome(applied=4, duplicates=1, stale=1, commits=CommitSpread.of([999.0, 999.5, 990.0])), 7)
+    metrics.sink("q", SinkOutcome.of_tables({"shop.public.items": Counts(3, 1, 1), "shop.public.orders": Counts(1, 0, 0)},
+                                            CommitSpread.of([999.0, 999.5, 990.0])), 7)
     metrics.progress("q", {**BATCH, "batchId": 7}, read)
     metrics.progress("b", {**BATCH, "sources": []}, {**OBSERVED, "server_min": "a", "server_max": "b"})
     metrics.terminated("b", "java.lang.OutOfMemoryError: Java heap space")

@@ -9,6 +9,7 @@ from typing import Any
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.dashboards.connect import CONNECT
 from cdcwatch.mixin.dashboards.debezium import DEBEZIUM
+from cdcwatch.mixin.dashboards.delta import DELTA
 from cdcwatch.mixin.dashboards.kafka import KAFKA
 from cdcwatch.mixin.dashboards.model import DashboardSpec, board_text, build, conditional_queries, deployed_rows, panel_queries
 from cdcwatch.mixin.dashboards.overview import OVERVIEW
@@ -17,7 +18,7 @@ from cdcwatch.mixin.dashboards.spark import SPARK
 
 __all__ = ["DASHBOARDS", "build_dashboards", "conditional_exprs", "dashboard_files", "lint_exclusions", "panel_queries"]
 
-DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK, RECONCILE)
+DASHBOARDS: tuple[DashboardSpec, ...] = (OVERVIEW, DEBEZIUM, CONNECT, KAFKA, SPARK, DELTA, RECONCILE)
 
 
 def build_dashboards(config: MixinConfig) -> dict[str, dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 # ruff: noqa: E501 (each panel's PromQL is one literal block, its lines as long as on the dashboard)
 
+from cdcwatch.mixin.dashboards.delta import TABLE_STATES
 from cdcwatch.mixin.dashboards.model import (
     ACTIVE,
     CONNECTED,
@@ -165,6 +166,20 @@ OVERVIEW = DashboardSpec(
             PanelSpec("Duplicates per change", "Share of the changes read that are re-deliveries.", "percentunit",
                       (Query('query:cdcwatch_spark_duplicates:ratio_rate5m{%(scope)s, server=~"$server"}', "{{query}}"),),
                       threshold=Threshold("spark_duplicates_ratio")),
+        )),
+        ("Delta tables", (
+            PanelSpec("Delta tables by state", "Per Delta table the apply job merges into (server is its topic's): "
+                      "fresh, idle (its source table did not change; never pages), behind its topic, or stalled "
+                      "(behind and not committing: pages). The Delta board has each table.", "none",
+                      (Query("""
+                                 max by (target, topic) (
+                                   target:cdcwatch_delta_freshness:state{%(scope)s, server=~"$server", state="fresh"} * 1
+                                   or target:cdcwatch_delta_freshness:state{%(scope)s, server=~"$server", state="idle"} * 2
+                                   or target:cdcwatch_delta_freshness:state{%(scope)s, server=~"$server", state="behind"} * 3
+                                   or target:cdcwatch_delta_freshness:state{%(scope)s, server=~"$server", state="stalled"} * 4
+                                 )
+                                 """, "{{target}}"),),
+                      kind="timeline", mappings=TABLE_STATES, alerts=("CdcDeltaTableStalled",)),
         )),
         ("Canary: the target's freshness", (
             PanelSpec("Canary age: source and target", "Age of the newest canary at the source (nothing writes it when it "

@@ -56,6 +56,12 @@ SPARK = DashboardSpec(
             PanelSpec("Stale events", "Out-of-order changes older than the target's row, ignored, per second.", "ops",
                       (Query('sum by (query) (rate(cdcwatch_spark_stale_events_total{%(spark_board)s, query=~"$query", server=~"$server"}[$__rate_interval]))',
                              "{{query}}"),)),
+            PanelSpec("By source table", "Changes applied, duplicates and stale events of each source table over the "
+                      "board's range, where the sink counts by table (the reference apply job's targets do).", "short",
+                      (Query('sum by (query, table) (increase(cdcwatch_spark_changes_applied_total{%(spark_board)s, query=~"$query", server=~"$server", table!=""}[$__range]))', ""),
+                       Query('sum by (query, table) (increase(cdcwatch_spark_duplicates_total{%(spark_board)s, query=~"$query", server=~"$server", table!=""}[$__range]))', ""),
+                       Query('sum by (query, table) (increase(cdcwatch_spark_stale_events_total{%(spark_board)s, query=~"$query", server=~"$server", table!=""}[$__range]))', "")),
+                      kind="table"),
             PanelSpec("Malformed records and lost offsets", "Records that are no Debezium event, and offsets deleted "
                       "before they were read, per interval.", "short",
                       (Query('sum by (query) (increase(cdcwatch_spark_malformed_events_total{%(spark_board)s, query=~"$query", server=~"$server"}[$__rate_interval]))',
