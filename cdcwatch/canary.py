@@ -19,15 +19,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Protocol
 
 from cdcwatch.collection import Collection
-from cdcwatch.config import CanaryConfig
+from cdcwatch.config import CanaryConfig, TableConfig
 from cdcwatch.families import FamilyBuilder
 from cdcwatch.specs import MetricSpec, metric_specs
 from cdcwatch.tables import make_side
-from cdcwatch.tables.side import Side
 
-__all__ = ["CANARY_METRICS", "CanaryCollector"]
+__all__ = ["CANARY_METRICS", "CanaryCollector", "CanaryReader"]
 
 log = logging.getLogger("cdcwatch.canary")
 
@@ -59,18 +59,30 @@ CANARY_METRICS = metric_specs(
 )
 
 
+class CanaryReader(Protocol):
+    """What the canary reads of a side (`cdcwatch.tables.side.Side` has it)."""
+
+    def newest_time(self, column: str) -> float | None: ...
+
+    def close(self) -> None: ...
+
+
 class CanaryCollector:
     """Reads one pipeline's canary at both ends."""
 
     kind = "canary"
 
-    def __init__(self, config: CanaryConfig, sides: dict[str, Side] | None = None) -> None:
+    def __init__(self, config: CanaryConfig, sides: dict[str, CanaryReader] | None = None) -> None:
+        """`sides`: the readers of `target` and, with a `source`, `source`; by default those of SQL tables (a canary
+        in a Delta table is given its reader by the registry, `cdcwatch.collectors`)."""
         self.config = config
         self.target = config.name
         if sides is None:
+            if not isinstance(config.target, TableConfig):
+                raise ValueError(f"{config.name}: a canary in a {config.target.engine} table needs its reader")
             sides = {"target": make_side("target", config.target, config.source or config.target)}
-            if config.source is not None:
-                sides["source"] = make_side("source", config.source, config.source)
+        if config.source is not None and "source" not in sides:
+            sides["source"] = make_side("source", config.source, config.source)
         self.sides = sides
         self.common = {"target": config.name, **config.labels, "server": config.server, "topic": config.kafka_topic}
         self._said: dict[str, str] = {}

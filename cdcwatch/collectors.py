@@ -21,6 +21,7 @@ from cdcwatch.config import (
     CanaryConfig,
     ConnectWorkerConfig,
     DebeziumTargetConfig,
+    DeltaTableLocation,
     KafkaClusterConfig,
     MysqlSourceConfig,
     PostgresSourceConfig,
@@ -31,8 +32,10 @@ from cdcwatch.connect.collector import CONNECT_METRICS, ConnectCollector
 from cdcwatch.connect.jmx_rules import CONNECT_JMX_METRICS
 from cdcwatch.debezium import DEBEZIUM_METRICS, DebeziumCollector, mapping
 from cdcwatch.debezium.mapping import DEBEZIUM_BEAN_METRICS, RULES
+from cdcwatch.delta.canary import DeltaCanaryReader
 from cdcwatch.delta.collector import DELTA_METRICS, DeltaCollector, DeltaTableConfig
 from cdcwatch.jmx import make_client
+from cdcwatch.kafka.cluster import client_problems
 from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.mysql.binlog import BINLOG_METRICS, BinlogCollector
 from cdcwatch.postgres.slots import SLOT_METRICS, ReplicationSlotCollector
@@ -94,6 +97,9 @@ class CollectorEntry:
     """Its stages (default: one, named as the kind, described by `summary`)."""
     stage: Callable[[MetricSpec], str] | None = None
     """The stage of each of its metrics, when it has several stages."""
+    problems: Callable[[Any], list[str]] = lambda target: []
+    """What a target's configuration gets wrong that only its collector's library can tell (a Kafka client setting),
+    one line each, led by the key path under the target's entry: refused before anything starts."""
 
     @property
     def section(self) -> str:
@@ -198,6 +204,13 @@ def _connect_stage(spec: MetricSpec) -> str:
     return "connect_jmx" if spec in CONNECT_JMX_METRICS.values() or spec.source.startswith("JMX") else "connect_rest"
 
 
+def _canary(config: CanaryConfig) -> CanaryCollector:
+    """A canary; one that lands in a Delta table is read from the table's log."""
+    if isinstance(config.target, DeltaTableLocation):
+        return CanaryCollector(config, {"target": DeltaCanaryReader("target", config.target.uri)})
+    return CanaryCollector(config)
+
+
 def _debezium(target: DebeziumTargetConfig) -> DebeziumCollector:
     return DebeziumCollector(target, make_client(target.jmx, target.timeout_seconds))
 
@@ -209,7 +222,7 @@ COLLECTORS: Registry = (
                                  "worker's JMX)."),),
                    series_labels=("plugin", "server", "context", "task", "database")),
     CollectorEntry("kafka", KafkaClusterConfig, "Kafka clusters whose consumer lag is collected.", "kafka cluster",
-                   "the Kafka broker", KafkaCollector, (KAFKA_METRICS,), _kafka_reference,
+                   "the Kafka broker", KafkaCollector, (KAFKA_METRICS,), _kafka_reference, problems=client_problems,
                    stages=(Stage("kafka", "Consumer groups, topics and retention (`kafka` targets)."),)),
     CollectorEntry("connect", ConnectWorkerConfig, "Kafka Connect workers to watch.", "connect worker",
                    "the Connect worker", ConnectCollector, (CONNECT_METRICS, CONNECT_JMX_METRICS), _connect_reference,
@@ -231,7 +244,7 @@ COLLECTORS: Registry = (
                    (RECONCILE_METRICS,), _reconcile_reference, timeout=lambda pair: SCRAPE_TIMEOUT_SECONDS,
                    stages=(Stage("reconcile", "Source-to-target reconciliation (`reconcile` table pairs)."),)),
     CollectorEntry("canary", CanaryConfig, "Canary rows read where they land: how fresh the target is, for any sink "
-                   "(a connector, Spark, your own).", "canary", "the database holding the canary", CanaryCollector,
+                   "(a connector, Spark, your own).", "canary", "the database holding the canary", _canary,
                    (CANARY_METRICS,), _canary_reference, series_labels=("server", "topic"),
                    stages=(Stage("canary", "The target's freshness from a canary row, for any sink (`canary` "
                                  "entries)."),)),

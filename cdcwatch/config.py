@@ -52,8 +52,11 @@ __all__ = [
     "StatusSettings",
     "StrictModel",
     "DebeziumTargetConfig",
+    "DELTA_URI_DESCRIPTION",
+    "DeltaTableLocation",
     "check_labels",
     "check_name",
+    "check_table_uri",
     "load_yaml_model",
     "parse_yaml_model",
 ]
@@ -179,6 +182,24 @@ def check_labels(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
+def check_table_uri(value: str) -> str:
+    """A Delta table's root: a path or an object store URL, without credentials in it."""
+    if not value.strip():
+        raise ValueError("give the table's root directory (the one holding _delta_log/) or its URL")
+    scheme, _, rest = value.partition("://")
+    if rest and "@" in rest.split("/", 1)[0] and scheme not in ("abfs", "abfss"):
+        raise ValueError("credentials do not belong in the URI: let the object store's default credential chain "
+                         "(environment, instance role) supply them")
+    return value
+
+
+DELTA_URI_DESCRIPTION = (
+    "The table's root, the directory holding `_delta_log/`: a local path, `file://`, `s3://`, `gs://` or "
+    "`abfss://container@account.dfs.core.windows.net/path`. Object stores are read with the credentials of "
+    "each one's default chain (environment, instance role); an `s3://` URI takes `?region=...&endpoint_override="
+    "...` for other endpoints.")
+
+
 class DebeziumTargetConfig(StrictModel):
     """One `debezium:` entry: a JVM running Debezium connectors, read over JMX."""
 
@@ -231,7 +252,8 @@ class KafkaClusterConfig(StrictModel):
     name: str = Field(description="Unique cluster name; the `target` label of its series.")
     bootstrap_servers: str = Field(description="host:port[,host:port...] of the brokers.")
     client: dict[str, str] = Field(default_factory=dict, description=(
-        "librdkafka settings passed through (security.protocol, sasl.*, ssl.*; secrets via ${VAR})."))
+        "librdkafka settings passed through (security.protocol, sasl.*, ssl.*; secrets via ${VAR}). librdkafka checks "
+        "them before anything starts: a setting it refuses is named, with its words, and the exporter exits 2."))
     groups: NameFilter = Field(default_factory=NameFilter, description="Consumer groups to report.")
     topics: NameFilter = Field(default_factory=lambda: NameFilter(deny=["__.*"]), description="Topics to report.")
     extra_groups: list[str] = Field(default_factory=list, description=(
@@ -423,6 +445,18 @@ class CanaryColumn(StrictModel):
     column: str = Field("ts", description="The column holding the time the source wrote the canary.")
 
 
+class DeltaTableLocation(StrictModel):
+    """A Delta Lake table where the canary lands (the apply job's `--target delta:ROOT` writes
+    `ROOT/<database.schema.table>`), read from its transaction log: the newest canary time is the column's
+    largest value in the live files' statistics, no data file is read (needs pyarrow: the `delta` extra)."""
+
+    engine: Literal["delta"] = Field(description=(
+        "`delta`: the apply job's Delta table, read from its transaction log (`uri`)."))
+    uri: str = Field(description=DELTA_URI_DESCRIPTION)
+
+    _uri = field_validator("uri")(check_table_uri)
+
+
 class CanaryConfig(StrictModel):
     """A pipeline's canary: a row the source writes on a fixed interval (Debezium's `heartbeat.action.query`, or a
     scheduled job), which travels the pipeline like any change; its newest time in the target is how fresh the target
@@ -439,9 +473,9 @@ class CanaryConfig(StrictModel):
     source: TableConfig | None = Field(None, description=(
         "The canary table at the source: read to tell a source that stopped writing it from a pipeline that stopped "
         "delivering it (recommended)."))
-    target: TableConfig = Field(description=(
-        "Where the canary lands: the sink's copy of the table, or the apply job's rows (`format: apply`, its "
-        "`table_id`)."))
+    target: TableConfig | DeltaTableLocation = Field(discriminator="engine", description=(
+        "Where the canary lands: the sink's copy of the table, the apply job's rows (`format: apply`, its "
+        "`table_id`), or the apply job's Delta table (`engine: delta`, its `uri`)."))
     topic: str | None = Field(None, description=(
         "The Kafka topic the canary's changes travel on; default `<server>.<source table>` as Debezium names it. Joins "
         "the canary to the topic's newest message, which tells the connector's stop from the sink's."))
@@ -455,7 +489,8 @@ class CanaryConfig(StrictModel):
     def _sides(self) -> CanaryConfig:
         if self.source is not None and self.source.format == "apply":
             raise ValueError("source: format apply is a target format")
-        if self.target.format == "apply" and self.target.table_id is None and self.source is None:
+        if (isinstance(self.target, TableConfig) and self.target.format == "apply" and self.target.table_id is None
+                and self.source is None):
             raise ValueError("target: give table_id (the canary table as the Debezium event names it), or a source")
         return self
 

@@ -69,8 +69,18 @@ def _type_name(annotation: Any) -> str:
     return _TYPE_WORDS.get(name, name)
 
 
+def _alternatives(annotation: Any) -> tuple[type[BaseModel], ...]:
+    """The models a key's value may be, where it is one of several (`engine` tells which)."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if len(args) > 1 and all(isinstance(a, type) and issubclass(a, BaseModel) for a in args):
+        return tuple(args)
+    return ()
+
+
 def _section(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
-    """The model a key's value is (or is a list of), and whether it is a list."""
+    """The model a key's value is (or is a list of; the first of several), and whether it is a list."""
+    if _alternatives(annotation):
+        return _alternatives(annotation)[0], False
     origin, args = get_origin(annotation), [a for a in get_args(annotation) if a is not type(None)]
     if origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
         return args[0], True
@@ -124,6 +134,23 @@ def _model_rows(model: type[BaseModel], prefix: str, rows: list[str], defaults: 
         rows.append(f"| `{path}` | {kind} | {_default(field, nested, value)} | {meaning} |")
         if nested is not None:
             _model_rows(nested, path + ".", rows, value if isinstance(value, BaseModel) else None)
+        for other in _alternatives(field.annotation)[1:]:  # its keys the first alternative lacks, and its `engine`
+            more: list[str] = []
+            _model_rows(other, path + ".", more)
+            listed = {row.split(" | ")[0] for row in rows}
+            engines = get_args(other.model_fields["engine"].annotation)
+            which = " or ".join(f"`engine: {e}`" for e in engines)
+            for row in more:
+                key, kind_text, default, meaning = row.split(" | ", 3)
+                if key not in listed:
+                    rows.append(" | ".join([key, kind_text, f"{default} with {which}", f"{which}: {meaning}"]))
+                elif key.endswith(".engine`"):
+                    index = next(i for i, r in enumerate(rows) if r.split(" | ")[0] == key)
+                    first, kind_first, default_first, meaning_first = rows[index].split(" | ", 3)
+                    values = ", ".join(f"`{e}`" for e in engines)
+                    described = other.model_fields["engine"].description or values
+                    rows[index] = " | ".join([first, f"{kind_first}, {values}", default_first,
+                                              f"{meaning_first.removesuffix(' |').rstrip('.')}; {described} |"])
 
 
 def model_reference(model: type[BaseModel]) -> str:

@@ -7,7 +7,9 @@ validated the file:
 - at least one target section is configured;
 - a target's name is used once within its section;
 - a target's static labels use none of the labels its own kind of target sets (`CollectorEntry.reserved_labels`:
-  the exporter-wide ones, `target`, `collector`, Prometheus' `job` and `instance`, and its collector's own).
+  the exporter-wide ones, `target`, `collector`, Prometheus' `job` and `instance`, and its collector's own);
+- what only the kind's library can tell of a target's settings (`CollectorEntry.problems`: a Kafka client setting
+  librdkafka refuses).
 
 Each problem is one `ConfigError` line naming its key path, like the models' own.
 """
@@ -49,6 +51,7 @@ def registry_problems(config: Config, registry: Registry = COLLECTORS) -> list[s
         for index, target in enumerate(config.targets(entry.section)):
             problems += [f"{entry.section}[{index}].labels: label name {name!r} is {reserved[name]}: choose another name"
                          for name in target.labels if name in reserved]
+            problems += [f"{entry.section}[{index}].{problem}" for problem in entry.problems(target)]
             if seen.count(target.name) == 1:
                 problems.append(f"(top level): {entry.what} name {target.name!r} is used twice")
             seen.append(target.name)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from cdcwatch.collection import Collection
-from cdcwatch.config import StrictModel, check_labels, check_name
+from cdcwatch.config import DELTA_URI_DESCRIPTION, StrictModel, check_labels, check_name, check_table_uri
 from cdcwatch.delta.log import DEFAULT_SMALL_FILE_BYTES, ROW_KINDS, DeltaLog, TableState
 from cdcwatch.families import FamilyBuilder
 from cdcwatch.specs import MetricSpec, metric_specs
@@ -30,11 +30,7 @@ class DeltaTableConfig(StrictModel):
     """One `delta:` entry: a Delta Lake table, read from its transaction log."""
 
     name: str = Field(description="Unique table name; the `target` label of its series.")
-    uri: str = Field(description=(
-        "The table's root, the directory holding `_delta_log/`: a local path, `file://`, `s3://`, `gs://` or "
-        "`abfss://container@account.dfs.core.windows.net/path`. Object stores are read with the credentials of "
-        "each one's default chain (environment, instance role); an `s3://` URI takes `?region=...&endpoint_override="
-        "...` for other endpoints."))
+    uri: str = Field(description=DELTA_URI_DESCRIPTION)
     commit_time_column: str | None = Field(None, description=(
         "The column holding each row's source commit time (a timestamp, or a long of milliseconds since 1970): its "
         "newest value over the table's files, from their statistics, is how fresh the table is. Without it the "
@@ -46,17 +42,7 @@ class DeltaTableConfig(StrictModel):
 
     _name = field_validator("name")(check_name)
     _labels = field_validator("labels")(check_labels)
-
-    @field_validator("uri")
-    @classmethod
-    def _uri(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("give the table's root directory (the one holding _delta_log/) or its URL")
-        scheme, _, rest = value.partition("://")
-        if rest and "@" in rest.split("/", 1)[0] and scheme not in ("abfs", "abfss"):
-            raise ValueError("credentials do not belong in the URI: let the object store's default credential chain "
-                             "(environment, instance role) supply them")
-        return value
+    _uri = field_validator("uri")(check_table_uri)
 
 
 DELTA_TABLE_VERSION = MetricSpec("cdcwatch_delta_table_version", "gauge", (

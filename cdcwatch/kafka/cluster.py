@@ -4,6 +4,7 @@ few minutes, the topics' retention settings (DescribeConfigs), whose answers no 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
@@ -16,7 +17,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 from cdcwatch.config import KafkaClusterConfig
 
 __all__ = ["ClientErrors", "ClusterReader", "ClusterState", "GroupState", "Retention", "RetentionSettings",
-           "client_settings", "retention_of"]
+           "client_problems", "client_refusal", "client_settings", "retention_of"]
 
 log = logging.getLogger("cdcwatch.kafka")
 
@@ -75,6 +76,38 @@ def client_settings(cluster: KafkaClusterConfig, errors: ClientErrors | None = N
     if errors is not None:
         settings["error_cb"] = errors.record
     return settings
+
+
+def client_refusal(exc: KafkaException) -> str:
+    """librdkafka's words for why it would not create a client."""
+    error = exc.args[0] if exc.args else exc
+    text = error.str() if isinstance(error, KafkaError) else str(error)
+    return re.sub(r"^Failed to create \w+ client: ", "", text)
+
+
+_PROPERTY = re.compile(r'configuration property:? "([^"]+)"')
+
+
+def client_problems(cluster: KafkaClusterConfig) -> list[str]:
+    """What the Kafka client library refuses of the cluster's `client` settings, one line each (`client.<property>:
+    the library's words`): an unknown name or a value it does not take, found as the collector would meet them, by
+    building a client, here one with no broker to connect to. A setting the library names is left out to find the
+    next. What it refuses of the set as a whole (a certificate file it cannot read where `check` runs, a SASL
+    mechanism without its credentials) depends on where it runs: the collector reports it, as up 0."""
+    settings = dict(cluster.client)
+    problems: list[str] = []
+    while True:
+        try:
+            AdminClient({"log_level": 0, **settings})
+            return problems
+        except KafkaException as exc:
+            message = client_refusal(exc)
+        named = _PROPERTY.search(message)
+        if named is None or named[1] not in settings:
+            return problems  # the set as a whole (a file to read, credentials): the collector's to report, as up 0
+        problems.append(f"client.{named[1]}: {message}: fix or remove it (librdkafka's CONFIGURATION.md lists every "
+                        "setting)")
+        del settings[named[1]]
 
 
 @dataclass

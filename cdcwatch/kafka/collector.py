@@ -23,11 +23,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from itertools import groupby, islice
 from operator import attrgetter
 
+from confluent_kafka import KafkaException
+
 from cdcwatch.collection import Collection
 from cdcwatch.config import KafkaClusterConfig
 from cdcwatch.exposition import SeriesLine
 from cdcwatch.families import FamilyBuilder
-from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState
+from cdcwatch.kafka.cluster import ClusterReader, ClusterState, GroupState, client_refusal
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import At, MessageReader, NewestChange
 from cdcwatch.kafka.status import STATUS_BY_CODE, ConsumerStatus, StatusWindow
@@ -225,8 +227,11 @@ class KafkaCollector:
         self.common = {"target": cluster.name, **cluster.labels}
         """The labels every series of the cluster carries."""
         self.address = cluster.bootstrap_servers
-        self.reader = ClusterReader(cluster)
-        self.messages = MessageReader(cluster)
+        self._clients: tuple[ClusterReader, MessageReader] | None = None
+        """The clients; None while librdkafka refuses the settings as a whole (a certificate file it cannot read,
+        SASL without its credentials): each collection tries again and fails, naming the cause (up 0)."""
+        self._refused = ""
+        self._connect()
         self._fetcher = ThreadPoolExecutor(1, thread_name_prefix=f"cdcwatch-kafka-messages-{cluster.name}")
         """Reads the messages a scrape needs while the scrape goes on with what needs none of them."""
         self.history: dict[Partition, EndOffsetHistory] = {}
@@ -245,10 +250,43 @@ class KafkaCollector:
         self._retired = False
         """Replaced at a reload (its state handed on) or closed: it collects no more."""
 
+    @property
+    def reader(self) -> ClusterReader:
+        if self._clients is None:
+            raise RuntimeError(self._refused)
+        return self._clients[0]
+
+    @property
+    def messages(self) -> MessageReader:
+        if self._clients is None:
+            raise RuntimeError(self._refused)
+        return self._clients[1]
+
+    def _connect(self) -> None:
+        """New clients, handed what the old ones learned; none while librdkafka refuses the settings."""
+        old = self._clients
+        try:
+            self._clients = (ClusterReader(self.cluster, retention_from=old[0] if old else None),
+                             MessageReader(self.cluster, caches_from=old[1] if old else None))
+        except KafkaException as exc:
+            self._clients = None
+            refused = (f"the Kafka client refuses the settings of kafka cluster {self.target}: {client_refusal(exc)}: "
+                       "fix its `client` settings")
+            if refused != self._refused:
+                log.error("%s", refused)
+            self._refused = refused
+        if old is not None:
+            old[0].close()
+            threading.Thread(target=old[1].close, daemon=True).start()  # close() may block on a dead broker
+
     def collect(self) -> Collection:
         with self._lock:
             if self._retired:
                 raise RuntimeError(f"the collector of kafka cluster {self.target} was replaced or closed")
+            if self._clients is None:
+                self._connect()  # the certificate may be mounted by now
+                if self._clients is None:
+                    raise RuntimeError(self._refused)
             try:
                 return self._collect()
             except Exception as exc:
@@ -256,7 +294,7 @@ class KafkaCollector:
                 # start the next collection with fresh ones (caches and status windows are kept)
                 explained = self.reader.explain(exc)
                 if not self._retired:  # a collector being closed makes no clients any more
-                    self._reconnect()
+                    self._connect()
                 if explained is not exc:
                     raise explained from exc
                 raise
@@ -271,6 +309,8 @@ class KafkaCollector:
         reads."""
         with previous._lock:
             previous._retired = True
+            if previous._clients is None or self._clients is None:
+                return
             history, kept, topic_server = previous.history, previous.kept, previous.topic_server
             dropped = previous.dropped
             timestamps, newest, reads = previous.messages.timestamps, previous.messages.newest, previous.messages.reads
@@ -284,12 +324,6 @@ class KafkaCollector:
             self.messages.timestamps, self.messages.newest, self.messages.reads = timestamps, newest, reads
             self.reader.retention_settings.known.update(retention)
 
-    def _reconnect(self) -> None:
-        old_reader, old_messages = self.reader, self.messages
-        self.reader = ClusterReader(self.cluster, retention_from=old_reader)
-        self.messages = MessageReader(self.cluster, caches_from=old_messages)
-        old_reader.close()
-        threading.Thread(target=old_messages.close, daemon=True).start()  # close() may block on a dead broker
 
     def _collect(self) -> Collection:
         deadline = time.monotonic() + self.cluster.timeout_seconds * 0.9
@@ -607,8 +641,9 @@ class KafkaCollector:
         locked = self._lock.acquire(timeout=self.cluster.timeout_seconds)
         try:
             self._fetcher.shutdown(wait=True)  # a read under way ends by its scrape's deadline
-            self.messages.close()
-            self.reader.close()
+            if self._clients is not None:
+                self._clients[1].close()
+                self._clients[0].close()
         finally:
             if locked:
                 self._lock.release()

@@ -132,6 +132,7 @@ FIELD_CHECKS: dict[str, dict[str, Any] | None] = {
     "ReconcileConfig._freshness_url": HTTP_URL,
     "NameFilter._regexes": None,
     "DeltaTableConfig._uri": None,  # credentials in a URL's authority: Go's regular expressions have no look-ahead
+    "DeltaTableLocation._uri": None,  # the same check
     "KafkaClusterConfig._topic_servers": None,
 }
 """Each field validator of the models (by `Model.validator`, or its name where models share it): the schema that
@@ -236,6 +237,9 @@ def _type(annotation: Any, field: FieldInfo, qualified: str, extra: dict[str, An
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
+        if len(inner) > 1 and all(isinstance(a, type) and issubclass(a, BaseModel) for a in inner):
+            schema = {"anyOf": [_type(a, field, qualified, extra) for a in inner]}  # one of several models
+            return schema if len(inner) == len(args) else {"anyOf": [*schema["anyOf"], {"type": "null"}]}
         if len(inner) != 1:
             raise TypeError(f"{qualified}: no JSON schema for {annotation!r}")
         schema = _type(inner[0], field, qualified, extra)

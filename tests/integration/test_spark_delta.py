@@ -10,7 +10,9 @@ package (delta-rs: a reader independent of the job's).
   Spark runs the batch again: every Delta table holds that batch's commit once, and the target equals the source;
 - a batch holding only deletes, the first after a restart, types their keys from the schema their records carry;
 - the delta collector, reading the job's table from its log alone, reports the newest `_cdc_commit_time` the
-  table holds (Delta's statistics keep milliseconds).
+  table holds (Delta's statistics keep milliseconds);
+- the canary lands in its own Delta table, where a canary target of `engine: delta` reads the time the source wrote
+  it from the log, and the job counts its change under the canary table, apart from the orders'.
 """
 
 from __future__ import annotations
@@ -45,8 +47,11 @@ def lake(postgres, kafka, stack_dir):
                  "price numeric(12,2), born date, seen timestamp, at timestamptz);"
                  "INSERT INTO lake_orders SELECT g, 'order ' || g, g::bigint * 1000000000, g * 1.25 - 40, date '2024-02-28' + g, "
                  "timestamp '2024-01-01 00:00:00.5' + g * interval '1 hour 1.25 second', "
-                 "timestamptz '2024-06-30 23:59:59+02' + g * interval '1 day' FROM generate_series(1, 60) g")
-    properties = postgres_connector_properties(stack_dir, postgres.port, SERVER, "public.lake_orders", slot="lake_slot")
+                 "timestamptz '2024-06-30 23:59:59+02' + g * interval '1 day' FROM generate_series(1, 60) g;"
+                 "DROP TABLE IF EXISTS lake_canary; CREATE TABLE lake_canary (id int PRIMARY KEY, ts timestamptz NOT NULL);"
+                 "INSERT INTO lake_canary VALUES (1, now())")
+    properties = postgres_connector_properties(stack_dir, postgres.port, SERVER, "public.lake_orders,public.lake_canary",
+                                               slot="lake_slot")
     for engine_only in ("name", "offset.storage", "offset.storage.file.filename", "offset.flush.interval.ms"):
         properties.pop(engine_only)
     properties["heartbeat.interval.ms"] = "0"  # no batch without a change: the rerun test knows the next batch's id
@@ -91,7 +96,8 @@ def in_sync(postgres, root: Path, what: str = "the Delta table to equal the sour
 
 
 def counter(job: ApplyJob, name: str) -> float:
-    return value(parse(job.metrics()), name, query=QUERY, server=SERVER)
+    """The counter of the one source table the job applies (its counts are kept by table)."""
+    return value(parse(job.metrics()), name, query=QUERY, server=SERVER, table=TABLE_ID)
 
 
 def test_the_delta_table_holds_the_source_rows_typed(lake, postgres) -> None:
@@ -190,3 +196,33 @@ def test_deletes_alone_in_the_first_batch_after_a_restart_delete(lake, postgres)
     job.start()
     in_sync(postgres, root, "the deletes applied")
     assert not {1, 2} & delta_rows(root).keys()
+
+
+def test_the_canary_lands_in_its_delta_table_and_is_counted_apart(lake, postgres) -> None:
+    from tests.unit.test_delta_collector import scrape
+
+    worker, job, root = lake
+    in_sync(postgres, root)
+    canary_table = "postgres.public.lake_canary"
+
+    def canary_applied() -> float | None:
+        return value(parse(job.metrics()), "cdcwatch_spark_changes_applied_total", query=QUERY, server=SERVER,
+                     table=canary_table)
+
+    # counts are recorded with their batch's progress, after its writes: once a progress found nothing left to read
+    # in the canary's topic, every canary change read is counted (none since a restart of the job: no series yet)
+    wait_for(lambda: value(parse(job.metrics()), "cdcwatch_spark_source_offsets_behind_latest", query=QUERY,
+                           topic=f"{SERVER}.public.lake_canary") == 0, 60, "the job to have read the canary's topic")
+    canary_before = canary_applied() or 0
+    written = postgres.sql("UPDATE lake_canary SET ts = clock_timestamp() RETURNING "
+                           "to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')").splitlines()[0]  # then its tag
+    landed = dt.datetime.strptime(written, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=dt.UTC).timestamp()  # stats: ms
+    text = (f"canary:\n  - name: lake\n    server: {SERVER}\n    interval_seconds: 10\n"
+            f"    source: {{engine: postgres, port: {postgres.port}, user: postgres, password: postgres, "
+            f"table: public.lake_canary}}\n"
+            f"    target: {{engine: delta, uri: {root / canary_table}}}\n")
+    values = wait_for(lambda: (v := scrape(text)) and value(v, "cdcwatch_canary_target_timestamp_seconds",
+                                                            target="lake") == landed and v,
+                      120, "the canary's new time in its Delta table", interval=1)
+    assert value(values, "cdcwatch_canary_source_timestamp_seconds", target="lake") >= landed
+    wait_for(lambda: canary_applied() == canary_before + 1, 60, "the canary's change counted under its own table")

@@ -122,3 +122,30 @@ def test_the_registry_problems_are_reported_at_once() -> None:
         "postgres[0].labels: label name 'database' is set by the postgres collector (a label of "
         "cdcwatch_postgres_table_rows_estimate): choose another name",
     ]
+
+
+def test_kafka_client_settings_the_library_refuses_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    """librdkafka's own words, under the setting's key path: a misspelt name, a value out of its set, a number that is
+    none; a good set passes, so does a secret's value, and so does a set it refuses as a whole (that depends on where
+    the exporter runs, and is its collector's to report)."""
+    def problems(client: str) -> list[str]:
+        try:
+            parse_config(f"kafka:\n  - {{name: a, bootstrap_servers: 'h:9092', client: {client}}}\n", env={})
+        except ConfigError as refused:
+            return refused.problems
+        return []
+
+    assert problems("{securty.protocol: SASL_SSL, security.protocol: SASL_SSLL, socket.timeout.ms: soon}") == [
+        'kafka[0].client.securty.protocol: No such configuration property: "securty.protocol": fix or remove it '
+        "(librdkafka's CONFIGURATION.md lists every setting)",
+        'kafka[0].client.security.protocol: Invalid value "SASL_SSLL" for configuration property "security.protocol": '
+        "fix or remove it (librdkafka's CONFIGURATION.md lists every setting)",
+        'kafka[0].client.socket.timeout.ms: Invalid value for configuration property "socket.timeout.ms": fix or '
+        "remove it (librdkafka's CONFIGURATION.md lists every setting)"]
+    assert problems("{security.protocol: SASL_SSL, sasl.mechanism: PLAIN}") == []  # the collector's: up 0, named
+    assert problems("{security.protocol: SASL_SSL, sasl.mechanism: PLAIN, sasl.username: u, sasl.password: 'p\"w'}") == []
+    file = tmp_path / "cdcwatch.yml"
+    file.write_text("kafka:\n  - {name: a, bootstrap_servers: 'h:9092', client: {securty.protocol: SSL}}\n")
+    done = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(file)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "kafka[0].client.securty.protocol" in done.stderr and "Traceback" not in done.stderr

@@ -88,3 +88,22 @@ def test_check_names_the_table_the_cause_and_the_fix(tmp_path: Path) -> None:
     assert "_delta_log" in lines["plain"] and str(tmp_path) in lines["plain"], lines
     assert "source_ts" in lines["typo"] and "__source_ts" in lines["typo"], lines  # the column and those it has
     assert "Traceback" not in done.stderr
+
+
+def test_a_canary_in_a_delta_table_is_read_from_its_log(tmp_path: Path) -> None:
+    """The apply job's Delta copy of the canary table as a canary's target: its newest time is the canary column's
+    largest value, read from the log's statistics, and follows each new commit; a table not written yet is an
+    unreadable canary (the collection itself fails, naming the side), never a crash."""
+    canary = tmp_path / "postgres.public.cdc_canary"
+    text = ("canary:\n  - name: lake\n    server: inventory\n    interval_seconds: 10\n    column: __source_ts\n"
+            f"    target: {{engine: delta, uri: {canary}}}\n")
+    values = scrape(text)
+    assert value(values, "cdcwatch_up", collector="canary", target="lake") == 0
+    write_deltalake(str(canary), changes(range(1)))
+    values = scrape(text)
+    assert value(values, "cdcwatch_canary_readable", target="lake", side="target") == 1
+    assert value(values, "cdcwatch_canary_target_timestamp_seconds", target="lake") == COMMITTED.timestamp()
+    DeltaTable(str(canary)).merge(changes(range(1), shift=30), "t.id = s.id", source_alias="s",
+                                  target_alias="t").when_matched_update_all().execute()
+    assert value(scrape(text), "cdcwatch_canary_target_timestamp_seconds", target="lake") == \
+        (COMMITTED + timedelta(seconds=30)).timestamp()

@@ -121,16 +121,28 @@ def _commands(page: Path) -> list[list[str]]:
 
 def test_readme_commands_exist() -> None:
     """Scripts are executable files of the repository, `cdcwatch` command lines parse with its own parser,
-    other programs are installed; the wheel named is this version's, with extras the package declares."""
+    other programs are installed or those of a virtual environment the block makes; the wheel named is this
+    version's, with extras the package declares."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    venvs: list[str] = []  # what `python3 -m venv DIR` made: DIR/bin/ holds its pip and, once installed, cdcwatch
     for words in _commands(README):
         program = words[0]
+        if words[1:3] == ["-m", "venv"]:
+            venvs.append(words[3])
+        in_venv = next((v for v in venvs if program.startswith(f"{v}/bin/")), None)
+        if in_venv is not None:
+            program = program.removeprefix(f"{in_venv}/bin/")
+            assert program in ("pip", "cdcwatch", "python"), f"{words[0]}: no such program in a virtual environment"
         if program.startswith("scripts/"):
             assert (ROOT / program).is_file() and (ROOT / program).stat().st_mode & 0o111, program
+        elif program == "cdcwatch" and words[1:] == ["--version"]:
+            assert "--version" in _parser().format_help()
         elif program == "cdcwatch":
             _parser().parse_args(words[1:])
-        else:
+        elif in_venv is None:
             assert shutil.which(program), f"{program} is not installed"
+        for local in (w for w in words if w.startswith(".[")):  # pip install '.[extra]' from the checkout
+            assert local.removeprefix(".[").rstrip("]") in extras, local
         for wheel in (w for w in words if ".whl" in w):
             name, _, extra = wheel.partition("[")
             assert Path(name).name == f"cdcwatch-{__version__}-py3-none-any.whl", wheel

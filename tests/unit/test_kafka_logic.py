@@ -24,6 +24,7 @@ from cdcwatch.kafka.collector import KAFKA_METRICS, KafkaCollector
 from cdcwatch.kafka.interpolation import EndOffsetHistory
 from cdcwatch.kafka.messages import CACHE_SLACK, At, BoundedCache, Lookup, MessageReader, NewestChange
 from cdcwatch.kafka.status import ConsumerStatus, StatusWindow, WindowSample
+from devstack.tls import make_pki
 from tests.stand_ins import KafkaStandIn
 
 
@@ -437,3 +438,26 @@ def test_only_partitions_whose_messages_carry_no_time_keep_an_end_offset_history
     assert methods() == {"timed": "timestamp", "untimed": "interpolated"}
     assert [end for _, end in collector.history[("untimed", 0)].samples] == [10, 15]
     collector.close()
+
+
+def test_settings_the_client_refuses_as_a_whole_leave_the_cluster_down_and_named_never_a_crash(tmp_path) -> None:
+    """A CA file that is not there yet (a Secret not mounted): no client can be built. The collector is built all the
+    same, each collection fails naming librdkafka's cause and the fix (up 0), and once the file is there the next
+    collection builds the clients."""
+    ca = tmp_path / "ca.pem"
+    cluster = KafkaClusterConfig(name="main", bootstrap_servers="127.0.0.1:1",
+                                 client={"security.protocol": "SSL", "ssl.ca.location": str(ca)}, timeout_seconds=1)
+    collector = KafkaCollector(cluster)
+    try:
+        with pytest.raises(RuntimeError) as refused:
+            collector.collect()
+        assert str(refused.value).startswith("the Kafka client refuses the settings of kafka cluster main: "
+                                             "ssl.ca.location failed") and "fix its `client` settings" in str(refused.value)
+        with pytest.raises(RuntimeError, match="ssl.ca.location failed"):
+            collector.collect()  # still refused: tried again, named again
+        make_pki(tmp_path / "pki", names=()).ca.replace(ca)
+        with pytest.raises(Exception) as unreachable:  # built now: what fails is the broker that is not there
+            collector.collect()
+        assert "refuses the settings" not in str(unreachable.value)
+    finally:
+        collector.close()
