@@ -146,6 +146,22 @@ def _docs(args: argparse.Namespace) -> int:
 def _mixin_file(command: argparse.ArgumentParser) -> None:
     command.add_argument("--mixin.file", dest="mixin_file", help="mixin config: selectors, thresholds, for durations (YAML)")
     command.add_argument("--config.file", "--config", "-c", dest="config", help=argparse.SUPPRESS)  # refused: not this file
+    command.add_argument("--stages-from", metavar="CONFIG_FILE", help=(
+        "the exporter's configuration: each stage on when it collects it, as the Helm chart's `auto` (a stage the "
+        "mixin file sets keeps its value), so nothing pages about a part you do not run"))
+    command.add_argument("--spark", action="store_true", help=(
+        "with --stages-from: Prometheus scrapes the Spark listener too (the apply job's driver), so its stage is on"))
+
+
+class _Placeholders(dict[str, str]):
+    """Every environment variable, as a placeholder: deriving the stages reads which sections are configured, never a
+    secret, so a password variable that is unset where the rules are generated is no error."""
+
+    def __missing__(self, name: str) -> str:
+        return "1"
+
+    def __contains__(self, name: object) -> bool:
+        return True
 
 
 def _mixin_config(args: argparse.Namespace) -> MixinConfig:
@@ -155,8 +171,28 @@ def _mixin_config(args: argparse.Namespace) -> MixinConfig:
 
     if args.config is not None:
         raise ConfigError("the command line", [f"--config.file is the exporter's configuration (serve, check); the mixin "
-                                               f"config goes in --mixin.file: --mixin.file {args.config}"])
-    return load_mixin_config(args.mixin_file)
+                                               f"config goes in --mixin.file: --mixin.file {args.config}, or derive "
+                                               f"the stages from it: --stages-from {args.config}"])
+    if args.spark and args.stages_from is None:
+        raise ConfigError("the command line", ["--spark says the Spark listener's stage is on for --stages-from: give "
+                                               "--stages-from with it (without, every stage is on unless the mixin file "
+                                               "turns it off)"])
+    config = load_mixin_config(args.mixin_file)
+    if args.stages_from is not None:
+        from cdcwatch.mixin.stages import configured_stages
+
+        collected = configured_stages(load_config(args.stages_from, _Placeholders()), args.spark)
+        stages = config.stages
+        chosen = {name: getattr(stages, name) if name in stages.model_fields_set else name in collected
+                  for name in type(stages).model_fields}
+        config = config.model_copy(update={"stages": type(stages)(**chosen)})
+        logging.getLogger("cdcwatch").info("stages from %s: %s", args.stages_from,
+                                           ", ".join(n for n, on in chosen.items() if on) or "none")
+    if not config.runbook_base_url.startswith(("http://", "https://")):
+        logging.getLogger("cdcwatch").warning(
+            "runbook links are relative (%s): a notification's link opens nothing; set runbook_base_url in the mixin "
+            "file to the address your on-call reads the runbook at", config.runbook_base_url)
+    return config
 
 
 def _alerts(args: argparse.Namespace) -> int:

@@ -182,6 +182,20 @@ def check_labels(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
+_HTTP_URL = re.compile(r"^https?://[^/?#\s@]+([/?#]|$)")
+"""An http(s) URL with a host and no credentials (user:password@) before it."""
+
+
+def check_http_url(value: str, fix: str) -> str:
+    """An http:// or https:// URL; credentials in it are refused with `fix`: they would show in logs, errors and the
+    chart's ConfigMap."""
+    if re.match(r"^https?://[^/?#\s]*@", value):
+        raise ValueError(f"credentials do not belong in the URL (it shows in logs, errors and the chart's ConfigMap): {fix}")
+    if not _HTTP_URL.match(value):
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
 def check_table_uri(value: str) -> str:
     """A Delta table's root: a path or an object store URL, without credentials in it."""
     if not value.strip():
@@ -302,9 +316,7 @@ class ConnectWorkerConfig(StrictModel):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
-        return value.rstrip("/")
+        return check_http_url(value, "give them as `username` and `password` (the password from ${VAR})").rstrip("/")
 
     @model_validator(mode="after")
     def _credentials(self) -> ConnectWorkerConfig:
@@ -551,9 +563,7 @@ class ReconcileConfig(StrictModel):
     @field_validator("freshness_url")
     @classmethod
     def _freshness_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
-        return value
+        return None if value is None else check_http_url(value, "the listener's /metrics is read without them")
 
     @model_validator(mode="after")
     def _sides(self) -> ReconcileConfig:

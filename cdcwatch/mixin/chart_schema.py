@@ -79,7 +79,8 @@ _LABEL = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 ENV: dict[str, Any] = {"type": "string", "pattern": ENV_REF}
 HOST: dict[str, Any] = {"anyOf": [{"type": "string", "maxLength": 253, "pattern": _HOSTNAME}, {"type": "string", "pattern": _IPV6},
                                   ENV], "description": "a host name or an IP address"}
-HTTP_URL: dict[str, Any] = {"type": "string", "pattern": r"^https?://[^/\s]+"}
+HTTP_URL: dict[str, Any] = {"type": "string", "pattern": r"^https?://[^/?#\s@]+([/?#]|$)"}
+"""An http(s) URL with no credentials in it (`cdcwatch.config.check_http_url`)."""
 
 
 def _message(text: str, when: dict[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from collections.abc import Iterable
 from functools import cache
 
 from cdcwatch.collectors import COLLECTORS, Registry, Stage
+from cdcwatch.config import Config
 from cdcwatch.spark import SPARK_METRICS
 
-__all__ = ["SPARK", "STAGES", "metric_stage", "pipeline_stages", "stage_names", "stages_of"]
+__all__ = ["SPARK", "STAGES", "configured_stages", "metric_stage", "pipeline_stages", "stage_names", "stages_of"]
 
 SPARK = Stage("spark", "The Spark listener in the apply job's driver (`spark_listeners`).")
 """The apply job's stage: its listener is no target of the exporter's, so no entry of the registry."""
@@ -53,3 +54,13 @@ def metric_stage(name: str, registry: Registry = COLLECTORS) -> str | None:
 
 def stages_of(metrics: Iterable[str], registry: Registry = COLLECTORS) -> frozenset[str]:
     return frozenset(stage for name in metrics if (stage := metric_stage(name, registry)) is not None)
+
+
+def configured_stages(config: Config, spark: bool, registry: Registry = COLLECTORS) -> frozenset[str]:
+    """The stages the exporter's configuration collects, as the chart decides the stages it leaves at `auto`: a kind's
+    stage when its section has an entry (one that sets the stage's `key`, where it has one); the Spark listener's,
+    which the exporter does not scrape, when `spark` says Prometheus scrapes it."""
+    found = {stage.name for entry in registry for stage in entry.pipeline_stages()
+             if any(not stage.key or getattr(target, stage.key, None) is not None
+                    for target in config.targets(entry.section))}
+    return frozenset(found | ({SPARK.name} if spark else set()))

@@ -46,3 +46,41 @@ def test_the_apply_job_is_its_own_command(capsys: pytest.CaptureFixture[str]) ->
 def test_a_mixin_command_given_the_exporters_flag_names_its_own(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--config", "mixin.yml"]) == 2
     assert "--mixin.file mixin.yml" in capsys.readouterr().err
+
+
+def _alert_names(rules: str) -> set[str]:
+    import yaml
+
+    return {rule["alert"] for group in yaml.safe_load(rules)["groups"] for rule in group["rules"] if "alert" in rule}
+
+
+def test_the_rules_stages_come_from_the_exporters_configuration_as_the_charts_auto(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A VM deployment collecting Kafka and PostgreSQL gets their rules and none of a stage it does not run (no Spark
+    listener: no CdcSparkDriverAbsent), even with its passwords' variables unset where the rules are generated; the
+    mixin file's own `stages` and `--spark` turn a stage on; relative runbook links are warned about."""
+    monkeypatch.delenv("PG_PASSWORD", raising=False)
+    config = tmp_path / "cdcwatch.yml"
+    config.write_text("kafka:\n  - {name: main, bootstrap_servers: 'b:9092'}\n"
+                      "postgres:\n  - {name: src, host: db, password: '${PG_PASSWORD}'}\n")
+    assert main(["alerts", "--stages-from", str(config)]) == 0
+    out = capsys.readouterr().out
+    names = _alert_names(out)
+    assert {"CdcKafkaConsumerLagHigh", "CdcPostgresSlotRunwayCritical", "CdcwatchTargetDown"} <= names
+    assert not {n for n in names if n.startswith(("CdcSpark", "CdcDebezium", "CdcConnect", "CdcCanary", "CdcDelta",
+                                                  "CdcReconcile", "CdcMysql"))}
+    assert "runbook links are relative" in caplog.text
+    caplog.clear()
+    mixin = tmp_path / "mixin.yml"
+    mixin.write_text("stages: {canary: true}\nrunbook_base_url: https://docs.example.com/cdcwatch/runbook/\n")
+    assert main(["alerts", "--stages-from", str(config), "--mixin.file", str(mixin), "--spark"]) == 0
+    out = capsys.readouterr().out
+    names = _alert_names(out)
+    assert "CdcSparkDriverAbsent" in names and "CdcCanaryStale" in names and "CdcDebeziumConnectorDisconnected" not in names
+    assert "runbook links are relative" not in caplog.text
+
+
+def test_spark_without_stages_from_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["alerts", "--spark"]) == 2
+    assert "give --stages-from with it" in capsys.readouterr().err
