@@ -86,8 +86,25 @@ EVERY_STAGE = json.dumps({"config": {"postgres": [{"name": "db"}]}, "stages": di
 """Every stage on: the rules, inhibitions and dashboards of the repository's alerts/, alertmanager/, dashboards/."""
 OPENSHIFT = '{"podSecurityContext": {"runAsUser": null, "runAsGroup": null, "fsGroup": null}}'
 """docs/deploy/kubernetes.md's OpenShift setting: the UID, GID and fsGroup the restricted SCC assigns."""
-RENDERINGS = [(MINIMAL,), (ALL_ON,), (EVERY_STAGE,), (MINIMAL, OPENSHIFT), *((str(path),) for path in EXAMPLES)]
-IDS = ["minimal", "podMonitor", "every-stage", "openshift", *(path.stem for path in EXAMPLES)]
+EXTRAS = json.dumps({
+    "config": {"postgres": [{"name": "db", "password": "${PG_PASSWORD}"}]},
+    "extraEnv": [{"name": "PG_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "pg", "key": "password"}}},
+                 {"name": "TZ", "value": "UTC"}],
+    "envFrom": [{"configMapRef": {"name": "cdcwatch-env"}}],
+    "extraVolumes": [{"name": "ca", "csi": {"driver": "secrets-store.csi.k8s.io", "readOnly": True}}],
+    "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ca", "readOnly": True}],
+    "extraContainers": [{"name": "proxy", "image": "proxy:1"}],
+    "serviceMonitor": {"relabelings": [{"action": "replace", "targetLabel": "cluster", "replacement": "eu-1"}],
+                       "metricRelabelings": [{"action": "drop", "sourceLabels": ["__name__"],
+                                              "regex": "cdcwatch_kafka_consumergroup_committed_offset"}],
+                       "targetLabels": ["team"]},
+    "podMonitor": {"enabled": True, "relabelings": [{"action": "labeldrop", "regex": "pod_template_hash"}],
+                   "metricRelabelings": [{"action": "keep", "sourceLabels": ["__name__"], "regex": "cdcwatch_.*"}],
+                   "podTargetLabels": ["app"]}})
+"""The community charts' hooks: more env (from Secrets too), envFrom, volumes, mounts, containers; the monitors'
+relabelings, metric relabelings and target labels."""
+RENDERINGS = [(MINIMAL,), (ALL_ON,), (EVERY_STAGE,), (MINIMAL, OPENSHIFT), (EXTRAS,), *((str(path),) for path in EXAMPLES)]
+IDS = ["minimal", "podMonitor", "every-stage", "openshift", "extras", *(path.stem for path in EXAMPLES)]
 
 
 def test_every_example_is_documented_and_rendered_here() -> None:
@@ -432,3 +449,28 @@ def test_the_chart_version_has_its_upgrading_notes() -> None:
     docs = (ROOT / "docs" / "deploy" / "kubernetes.md").read_text()
     upgrading = docs[docs.index("\n## Upgrading\n"):]
     assert f"\n### To {chart['version']}\n" in upgrading
+
+
+def test_the_community_charts_hooks_reach_the_pod_and_the_monitors() -> None:
+    """What EXTRAS sets lands where the community charts put it, after the chart's own (the chart's `job` relabeling
+    first, so a user's relabeling can only add to it); a literal secret in extraEnv is refused like one in `env`."""
+    objects = rendered(EXTRAS)
+    values = json.loads(EXTRAS)
+    (deployment,) = of_kind(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    found, *more = pod["containers"]
+    assert found["name"] == "cdcwatch" and more == values["extraContainers"]
+    assert found["env"][-2:] == values["extraEnv"] and found["envFrom"] == values["envFrom"]
+    assert found["volumeMounts"][-1] == values["extraVolumeMounts"][0] and pod["volumes"][-1] == values["extraVolumes"][0]
+    for kind, key, labels in (("ServiceMonitor", "endpoints", "targetLabels"),
+                              ("PodMonitor", "podMetricsEndpoints", "podTargetLabels")):
+        (monitor,) = of_kind(objects, kind)
+        (endpoint,) = monitor["spec"][key]
+        mine = values["serviceMonitor" if kind == "ServiceMonitor" else "podMonitor"]
+        assert endpoint["relabelings"][0]["targetLabel"] == "job" and endpoint["relabelings"][1:] == mine["relabelings"]
+        assert endpoint["metricRelabelings"] == mine["metricRelabelings"] and monitor["spec"][labels] == mine[labels]
+    literal = json.dumps({"config": {"postgres": [{"name": "db"}]}, "extraEnv": [{"name": "PG_PASSWORD", "value": "x"}]})
+    with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / "v.json").write_text(literal)
+        done = helm("template", "pipeline", str(CHART), "-f", str(Path(scratch) / "v.json"))
+    assert done.returncode != 0 and "no secret in extraEnv" in done.stderr, done.stderr
