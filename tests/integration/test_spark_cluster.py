@@ -90,7 +90,9 @@ def test_executors_import_cdcwatch_from_the_shipped_archive(cluster, driver_env)
         assert python.endswith(f"{EXECUTOR_ENV}/bin/python")
 
 
-LAKE_SERVER = "clusterlake"
+LAKE_SERVER = "sparkdelta"
+"""No other module's server name followed by a dot is in it: the Kafka source found topics by pattern as a search,
+not a whole-name match, when a job of test_spark_delta.py (`lake\\..*`) read this test's `clusterlake.` topic."""
 LAKE_TOPIC = f"{LAKE_SERVER}.public.items"
 LAKE_TABLE = "postgres.public.items"
 _LAKE_ROW = {"type": "struct", "optional": True, "name": f"{LAKE_TOPIC}.Value", "fields": [

@@ -178,7 +178,7 @@ OVERVIEW = DashboardSpec(
                                    or target:cdcwatch_delta_freshness:state{%(scope)s, server=~"$server", state="behind"} * 3
                                    or target:cdcwatch_delta_freshness:state{%(scope)s, server=~"$server", state="stalled"} * 4
                                  )
-                                 """, "{{target}}"),),
+                                 """, "{{target}}", when="the exporter watches Delta tables (`delta` entries)"),),
                       kind="timeline", mappings=TABLE_STATES, alerts=("CdcDeltaTableStalled",)),
         )),
         ("Canary: the target's freshness", (
