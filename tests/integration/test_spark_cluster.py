@@ -145,13 +145,14 @@ def test_the_delta_target_on_the_cluster_equals_the_changes_and_counts_them_by_t
 
         wait_for(lambda: lake_rows() == expected, 240, "the Delta table to hold the changes", interval=1)
         counted = {"query": "cluster_lake", "server": LAKE_SERVER, "table": LAKE_TABLE}
-        wait_for(lambda: value(metrics(job), "cdcwatch_spark_changes_applied_total", **counted) == len(changes), 60,
-                 "every change counted as applied")
+        # the counts come with the batch's progress, after its ledger's commit: on a loaded machine minutes later
+        wait_for(lambda: value(metrics(job), "cdcwatch_spark_changes_applied_total", **counted) == len(changes), 300,
+                 "every change counted as applied", interval=1)
         for key, value_ in records[:10]:
             producer.produce(LAKE_TOPIC, key=key, value=value_, partition=json.loads(key)["payload"]["id"] % 2)
         assert producer.flush(10) == 0
-        wait_for(lambda: value(metrics(job), "cdcwatch_spark_duplicates_total", **counted) == 10, 120,
-                 "the ten re-delivered changes counted as duplicates")
+        wait_for(lambda: value(metrics(job), "cdcwatch_spark_duplicates_total", **counted) == 10, 300,
+                 "the ten re-delivered changes counted as duplicates", interval=1)
         assert lake_rows() == expected
         assert value(metrics(job), "cdcwatch_spark_changes_applied_total", **counted) == len(changes)
     finally:
