@@ -81,8 +81,8 @@ class CanaryCollector:
             if not isinstance(config.target, TableConfig):
                 raise ValueError(f"{config.name}: a canary in a {config.target.engine} table needs its reader")
             sides = {"target": make_side("target", config.target, config.source or config.target)}
-        if config.source is not None and "source" not in sides:
-            sides["source"] = make_side("source", config.source, config.source)
+            if config.source is not None:
+                sides["source"] = make_side("source", config.source, config.source)
         self.sides = sides
         self.common = {"target": config.name, **config.labels, "server": config.server, "topic": config.kafka_topic}
         self._said: dict[str, str] = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cdcwatch.canary import CANARY_METRICS, CanaryCollector
+from cdcwatch.canary import CANARY_METRICS, CanaryCollector, CanaryReader
 from cdcwatch.collection import TargetCollector
 from cdcwatch.config import (
     CanaryConfig,
@@ -42,6 +42,7 @@ from cdcwatch.postgres.slots import SLOT_METRICS, ReplicationSlotCollector
 from cdcwatch.reconcile.collector import RECONCILE_METRICS, SCRAPE_TIMEOUT_SECONDS, ReconcileCollector
 from cdcwatch.self_metrics import SELF_METRICS
 from cdcwatch.specs import MetricSpec, reference_row
+from cdcwatch.tables import make_side
 
 __all__ = ["COLLECTORS", "EXPORTER_LABELS", "CollectorEntry", "Registry", "Stage", "exporter_labels", "registered"]
 
@@ -206,9 +207,12 @@ def _connect_stage(spec: MetricSpec) -> str:
 
 def _canary(config: CanaryConfig) -> CanaryCollector:
     """A canary; one that lands in a Delta table is read from the table's log."""
-    if isinstance(config.target, DeltaTableLocation):
-        return CanaryCollector(config, {"target": DeltaCanaryReader("target", config.target.uri)})
-    return CanaryCollector(config)
+    if not isinstance(config.target, DeltaTableLocation):
+        return CanaryCollector(config)
+    sides: dict[str, CanaryReader] = {"target": DeltaCanaryReader("target", config.target.uri)}
+    if config.source is not None:
+        sides["source"] = make_side("source", config.source, config.source)
+    return CanaryCollector(config, sides)
 
 
 def _debezium(target: DebeziumTargetConfig) -> DebeziumCollector:
