@@ -80,7 +80,13 @@ def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factor
     connector.start()
     serve = serve_factory(config(postgres))
     try:
+        # the slot exists once it is active; it is active during its creation too, and released again until the
+        # snapshot ends and streaming starts, so the checks below wait for a streamed change
         wait_for(lambda: slot_value(serve.scrape(), "active", server=SERVER) == 1, 60, "the connector's slot to be active")
+        # a streamed change makes the engine store a post-snapshot offset; stopped before that, it would
+        # snapshot again on restart, and its streaming would then never confirm the skipped backlog
+        postgres.sql("INSERT INTO slot_items VALUES (0, 'streamed')")
+        wait_for(lambda: streamed(connector, (("id", 0),)), 60, "the streamed change")
         values = serve.scrape()
         assert value(values, "cdcwatch_up", collector="postgres", target="source") == 1
         assert value(values, "cdcwatch_postgres_replication_slots", target="source") == 2
@@ -89,10 +95,6 @@ def test_replication_slots_of_a_real_connector(postgres, stack_dir, serve_factor
         assert slot_value(values, "wal_status", wal_status="lost") == 0
         assert 0.5 * 1024**3 < slot_value(values, "safe_wal_size_bytes") < 2 * 1024**3  # max_slot_wal_keep_size 1GB
         assert slot_value(values, "active", slot=MANUAL, server="") == 0
-        # a streamed change makes the engine store a post-snapshot offset; stopped before that, it would
-        # snapshot again on restart, and its streaming would then never confirm the skipped backlog
-        postgres.sql("INSERT INTO slot_items VALUES (0, 'streamed')")
-        wait_for(lambda: streamed(connector, (("id", 0),)), 60, "the streamed change")
     finally:
         connector.stop()
 
