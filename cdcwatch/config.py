@@ -44,8 +44,11 @@ __all__ = [
     "MysqlSourceConfig",
     "NameFilter",
     "PostgresSourceConfig",
+    "DeltaReconcileSide",
     "ReconcileConfig",
+    "ReconcileJobConfig",
     "ReconcileSideConfig",
+    "SparkReconcileConfig",
     "TableConfig",
     "CanaryColumn",
     "CanaryConfig",
@@ -424,6 +427,11 @@ class TableConfig(StrictModel):
         """`port`, or the engine's default."""
         return self.port or (5432 if self.engine == "postgres" else 3306)
 
+    @property
+    def location(self) -> str:
+        """Where the table is, for messages."""
+        return f"{self.engine} at {self.host}:{self.server_port}"
+
     @model_validator(mode="after")
     def _shape(self) -> TableConfig:
         if self.format == "apply":
@@ -443,6 +451,32 @@ class ReconcileSideConfig(TableConfig):
 
     rows_per_second: float = Field(1000, gt=0, description=(
         "Budget: rows this side may read per second, averaged over each chunk (low enough for a production primary)."))
+
+
+class DeltaReconcileSide(StrictModel):
+    """A Delta Lake table compared by the Spark reconciliation job (`cdcwatch-reconcile`): Spark reads its rows and
+    hashes them as the SQL sides do; the exporter never reads a Delta table's rows."""
+
+    engine: Literal["delta"] = Field(description="`delta`: a Delta Lake table read by Spark (`uri`).")
+    uri: str = Field(description=(
+        "The table's root, the directory holding `_delta_log/`: a path or any URL Spark's Hadoop filesystems read "
+        "(`s3a://`, `abfss://`, `gs://`), with the credentials of Spark's own configuration."))
+    rows_per_second: float = Field(1_000_000, gt=0, description=(
+        "Budget: rows this side may read per second, averaged over each pass (a Delta read loads no database)."))
+    bookkeeping_columns: list[str] = Field(default_factory=lambda: ["_cdc_position", "_cdc_commit_time"], description=(
+        "Columns the writer adds that the source does not have (the apply job's source position and commit time): "
+        "neither compared nor reported as drift."))
+
+    _uri = field_validator("uri")(check_table_uri)
+
+    @property
+    def format(self) -> str:
+        return "table"
+
+    @property
+    def location(self) -> str:
+        """Where the table is, for messages."""
+        return f"delta at {self.uri}"
 
 
 class CanaryColumn(StrictModel):
@@ -572,10 +606,40 @@ class ReconcileConfig(StrictModel):
         if self.freshness_canary is not None:
             if self.freshness_url is not None:
                 raise ValueError("give freshness_url or freshness_canary, not both")
-            apply = self.target.format == "apply"
+            apply = self.target.format == "apply"  # (a Delta side's format is `table`)
             if apply == (self.freshness_canary.table_id is None) or apply != (self.freshness_canary.table is None):
                 raise ValueError("freshness_canary: give table_id with a target of format apply, table otherwise")
         return self
+
+
+class SparkReconcileConfig(ReconcileConfig):
+    """A table pair compared by the Spark job (`cdcwatch-reconcile`): the target may be a Delta Lake table."""
+
+    target: ReconcileSideConfig | DeltaReconcileSide = Field(  # type: ignore[assignment]
+        discriminator="engine", description="Where the pipeline writes it: a SQL table, or a Delta table (`engine: delta`).")
+
+    @model_validator(mode="after")
+    def _delta(self) -> SparkReconcileConfig:
+        if isinstance(self.target, DeltaReconcileSide) and self.freshness_canary is not None:
+            raise ValueError("freshness_canary: a Delta target's freshness is read from the apply job's listener: "
+                             "set freshness_url")
+        return self
+
+
+class ReconcileJobConfig(StrictModel):
+    """The Spark reconciliation job's configuration file: the table pairs it compares."""
+
+    reconcile: list[SparkReconcileConfig] = Field(min_length=1, description=(
+        "The table pairs, each compared on its own thread of the job, pass after pass."))
+
+    @field_validator("reconcile")
+    @classmethod
+    def _names(cls, pairs: list[SparkReconcileConfig]) -> list[SparkReconcileConfig]:
+        names = [pair.name for pair in pairs]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"pair names must be unique: {', '.join(repeated)} given more than once")
+        return pairs
 
 
 class Limits(StrictModel):

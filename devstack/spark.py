@@ -7,10 +7,11 @@ import sys
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from devstack.procs import ServerProcess, free_port, jvm_dir, port_open, python_env
 
-__all__ = ["ApplyJob", "ConnectServer", "spark_jars", "spark_kafka_jars"]
+__all__ = ["ApplyJob", "ConnectServer", "ReconcileJob", "spark_jars", "spark_kafka_jars"]
 
 
 def spark_jars(*parts: str) -> str:
@@ -52,6 +53,40 @@ class ApplyJob:
     def start(self, timeout: float = 120) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.server.start(self.command, lambda: port_open(self.metrics_port), timeout, env=python_env(**self.env), cwd=self.dir)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.metrics_url, timeout=10) as response:
+            return response.read().decode()
+
+    def stop(self, timeout: float = 60) -> None:
+        self.server.stop(timeout)
+
+
+class ReconcileJob:
+    """`cdcwatch-reconcile` comparing `pairs` (its configuration's `reconcile` list), in its own session, stopped by
+    PID; its /metrics on 127.0.0.1:`metrics_port`."""
+
+    def __init__(self, state_dir: Path, pairs: list[dict[str, Any]], master: str = "local[2]") -> None:
+        self.dir = state_dir
+        self.metrics_port = free_port()
+        self.log = state_dir / "reconcile.log"
+        self.config = state_dir / "reconcile.yml"
+        self.pairs = pairs
+        self.command = [sys.executable, "-m", "spark_listeners.reconcile", "--config.file", str(self.config),
+                        "--master", master, "--jars", spark_jars("delta"), "--metrics-address", "127.0.0.1",
+                        "--metrics-port", str(self.metrics_port)]
+        self.server = ServerProcess("the reconciliation job", self.log)
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def start(self, timeout: float = 120) -> None:
+        import yaml
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(yaml.safe_dump({"reconcile": self.pairs}), encoding="utf-8")
+        self.server.start(self.command, lambda: port_open(self.metrics_port), timeout, env=python_env(), cwd=self.dir)
 
     def metrics(self) -> str:
         with urllib.request.urlopen(self.metrics_url, timeout=10) as response:

@@ -27,7 +27,7 @@ from spark_listeners.columns import Column, columns_of, converted, sql_name
 from spark_listeners.latency import MEASURED_STAGES, PER_CHANGE_STAGES, STAGE_CODES, TIMESTAMP_TYPES, stage_codes, stage_sum
 from spark_listeners.metrics import CommitSpread, Counts, SinkOutcome
 
-__all__ = ["DeltaTarget", "POSITION_COLUMN", "COMMIT_TIME_COLUMN"]
+__all__ = ["COMMIT_TIME_COLUMN", "POSITION_COLUMN", "DeltaMissing", "DeltaTarget", "require_delta"]
 
 log = logging.getLogger("cdcwatch.apply")
 
@@ -48,6 +48,17 @@ class DeltaMissing(RuntimeError):
     """Spark has no Delta Lake: delta-spark is not on its classpath or its SQL extension is not configured."""
 
 
+def require_delta(spark: Any) -> None:
+    """Fail early, naming the fix, when Spark lacks Delta Lake."""
+    try:
+        spark._jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension", True,
+                                           spark._jvm.Thread.currentThread().getContextClassLoader())
+    except Exception:
+        raise DeltaMissing("Delta Lake is not on Spark's classpath: pass --jars with delta-spark_2.13 and "
+                           "delta-storage (e.g. 4.4.0), or run under spark-submit --packages "
+                           "io.delta:delta-spark_2.13:4.4.0") from None
+
+
 @dataclass
 class DeltaTarget:
     """Delta tables under `root`; `app_id` (the query's name) identifies the job's writes to Delta."""
@@ -66,13 +77,7 @@ class DeltaTarget:
 
     def create(self, spark: Any) -> None:
         """The bookkeeping tables, if missing; fails early, naming the fix, when Spark lacks Delta Lake."""
-        try:
-            spark._jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension", True,
-                                               spark._jvm.Thread.currentThread().getContextClassLoader())
-        except Exception:
-            raise DeltaMissing("Delta Lake is not on Spark's classpath: pass --jars with delta-spark_2.13 and "
-                               "delta-storage (e.g. 4.4.0), or run under spark-submit --packages "
-                               "io.delta:delta-spark_2.13:4.4.0") from None
+        require_delta(spark)
         spark.sql(f"CREATE TABLE IF NOT EXISTS {self._table(_LEDGER)} ({_LEDGER_COLUMNS}) USING delta")
 
     def apply(self, batch: Any, batch_id: int, changes: Any) -> SinkOutcome:

@@ -104,6 +104,9 @@ class Thresholds(StrictModel):
     schema_drift_seconds: PositiveFloat = 600
     """A source column missing in the target this long warns (CdcReconcileSchemaDrift): longer than a sink that
     evolves its table takes to add it (with the first change that carries it)."""
+    reconcile_pass_overdue_seconds: PositiveFloat = 21600
+    """A table pair whose last full pass ended longer ago than this warns (CdcReconcilePassOverdue): above the
+    longest pass of the largest pair plus its `pass_interval_seconds`."""
     freshness_idle_proof_seconds: PositiveFloat = 300
     """Freshness state: a stage where nothing moves is `idle` only while evidence from the source this recent shows
     it caught up (a heartbeat applied, the slot keeping up with the WAL); without it, `stalled`."""

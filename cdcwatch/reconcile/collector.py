@@ -101,7 +101,8 @@ class ReconcileCollector:
 
     kind = "reconcile"
 
-    def __init__(self, config: ReconcileConfig, source: Side | None = None, target: Side | None = None) -> None:
+    def __init__(self, config: ReconcileConfig, source: Side | None = None, target: Side | None = None,
+                 reconciler: type[Reconciler] = Reconciler) -> None:
         self.config = config
         self.target = config.name
         self._stop = threading.Event()
@@ -117,7 +118,7 @@ class ReconcileCollector:
             where = config.target.model_copy(update={"table": canary.table, "table_id": canary.table_id})
             self.freshness = CanaryFreshness(config.name, make_side("target", where, config.source), canary.column,
                                              refresh=refresh)
-        self.reconciler = Reconciler(config, source or make_side("source", config.source, config.source),
+        self.reconciler = reconciler(config, source or make_side("source", config.source, config.source),
                                      target or make_side("target", config.target, config.source), self._stop.wait)
         if self.freshness is not None:
             self.reconciler.applied_through = self.freshness.applied_through
@@ -178,7 +179,7 @@ class ReconcileCollector:
         if not self._first_answer.wait(FIRST_ANSWER_SECONDS):
             side = self.reconciler.asking or "source"
             settings = self.config.source if side == "source" else self.config.target
-            raise TimeoutError(f"the {side} ({settings.engine} at {settings.host}:{settings.server_port}) has not answered "
+            raise TimeoutError(f"the {side} ({settings.location}) has not answered "
                                f"within {FIRST_ANSWER_SECONDS:g}s: the comparison is still connecting to it")
         if self.error is not None:
             raise RuntimeError(self.error)

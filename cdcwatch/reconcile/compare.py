@@ -295,6 +295,9 @@ class Reconciler:
                 after = keys[-1]
                 if len(keys) < chunk:
                     break
+        self._end_pass(started_clock)
+
+    def _end_pass(self, started_clock: float) -> None:
         self.recheck_due()
         self.both_answered()
         with self._lock:

@@ -4,13 +4,14 @@ Each compared column becomes a text by its type class (from the side's own catal
 from the source's), NULL becomes `N`, any other value `<UTF-8 bytes>:<text>`, and the fields are joined with `,` in
 the column order of the source: an injective image (a value cannot pose as two). The row hash is the first 15 hex
 digits of the image's MD5 (UTF-8 bytes) as an integer; a chunk's checksum is the sum of its rows' hashes, which does
-not depend on the order rows are read in. Every function here returns SQL text evaluated by the server: rows are
-hashed where they are, and only counts and sums travel.
+not depend on the order rows are read in. Every function here returns SQL text evaluated where the rows are (the
+database server, or Spark for a Delta table): rows are hashed where they are, and only counts and sums travel.
 
 Type classes and their text:
 - integer: decimal digits; boolean: `1`/`0` (MySQL's TINYINT(1) is an integer that holds 1/0 already);
 - decimal: the exact value without trailing fractional zeros (12.50 → `12.5`, 12.00 → `12`);
-- float: rounded to 6 decimal places, then as decimal (binary floats print differently per engine);
+- float: rounded to 6 decimal places, then as decimal (binary floats print differently per engine; PostgreSQL and
+  Spark first take the value's 15 significant digits as a double precision value);
 - timestamp (with or without time zone, DATETIME, TIMESTAMP): microseconds since 1970-01-01 UTC (a value without
   a time zone is read as UTC, as Debezium encodes it);
 - date: days since 1970-01-01;
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["HASH_DIGITS", "Column", "TypeClass", "apply_value", "mysql_image_hash", "mysql_value", "pg_image_hash",
-           "pg_value", "type_class"]
+           "pg_value", "spark_image_hash", "spark_type_class", "spark_value", "type_class"]
 
 TypeClass = Literal["integer", "boolean", "decimal", "float", "timestamp", "date", "text"]
 
@@ -55,6 +56,17 @@ def type_class(data_type: str) -> TypeClass:
     return _CLASSES.get(data_type.lower(), "text")
 
 
+_SPARK_CLASSES: dict[str, TypeClass] = {
+    "tinyint": "integer", "smallint": "integer", "int": "integer", "bigint": "integer", "boolean": "boolean",
+    "float": "float", "double": "float", "date": "date", "timestamp": "timestamp", "timestamp_ntz": "timestamp",
+}
+
+
+def spark_type_class(simple_type: str) -> TypeClass:
+    """The class of a Spark SQL type as `DataType.simpleString()` spells it (`decimal(12,2)` is a decimal)."""
+    return "decimal" if simple_type.startswith("decimal") else _SPARK_CLASSES.get(simple_type, "text")
+
+
 def _pg_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -68,9 +80,9 @@ def pg_value(column: Column) -> str:
     c = _pg_ident(column.name)
     return {
         "integer": f"{c}::text",
-        "boolean": f"CASE WHEN {c} THEN '1' ELSE '0' END",
+        "boolean": f"CASE WHEN {c} THEN '1' WHEN NOT {c} THEN '0' END",  # NULL stays NULL
         "decimal": f"trim_scale({c})::text",
-        "float": f"trim_scale(round({c}::numeric, 6))::text",
+        "float": f"trim_scale(round({c}::float8::numeric, 6))::text",  # 15 significant digits, a real's too
         "timestamp": f"(extract(epoch FROM {c}) * 1000000)::bigint::text",
         "date": f"({c} - DATE '1970-01-01')::text",
         "text": f"{c}::text",
@@ -128,6 +140,38 @@ def pg_image_hash(values: list[str]) -> str:
     """The row hash of normalised column texts, on PostgreSQL (bigint)."""
     fields = ", ".join(f"coalesce(octet_length({v})::text || ':' || {v}, 'N')" for v in values)
     return f"('x' || substr(md5(concat_ws(',', {fields})), 1, {HASH_DIGITS}))::bit({HASH_DIGITS * 4})::bigint"
+
+
+def _spark_ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _spark_trimmed(text: str) -> str:
+    """A decimal's text without trailing fractional zeros, as PostgreSQL's trim_scale prints it."""
+    return f"CASE WHEN instr({text}, '.') > 0 THEN regexp_replace(regexp_replace({text}, '0+$', ''), '[.]$', '') ELSE {text} END"
+
+
+def spark_value(column: Column) -> str:
+    """The column's normalised text in Spark SQL, as PostgreSQL's `pg_value` gives it. A timestamp without a time
+    zone (TIMESTAMP_NTZ) is read as UTC: the session's time zone must be UTC."""
+    c = _spark_ident(column.name)
+    return {
+        "integer": f"CAST({c} AS STRING)",
+        "boolean": f"CASE WHEN {c} THEN '1' WHEN NOT {c} THEN '0' END",  # NULL stays NULL
+        "decimal": _spark_trimmed(f"CAST({c} AS STRING)"),
+        "float": f"CASE WHEN {c} IS NOT NULL THEN "
+                 + _spark_trimmed(f"CAST(CAST(format_string('%.15g', CAST({c} AS DOUBLE)) AS DECIMAL(38, 6)) AS STRING)")
+                 + " END",
+        "timestamp": f"CAST(unix_micros(CAST({c} AS TIMESTAMP)) AS STRING)",
+        "date": f"CAST(unix_date({c}) AS STRING)",
+        "text": f"CAST({c} AS STRING)",
+    }[column.type_class]
+
+
+def spark_image_hash(values: list[str]) -> str:
+    """The row hash of normalised column texts, in Spark SQL (BIGINT)."""
+    fields = ", ".join(f"coalesce(concat(CAST(octet_length({v}) AS STRING), ':', {v}), 'N')" for v in values)
+    return f"CAST(conv(substr(md5(concat_ws(',', {fields})), 1, {HASH_DIGITS}), 16, 10) AS BIGINT)"
 
 
 def mysql_image_hash(values: list[str]) -> str:

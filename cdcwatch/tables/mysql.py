@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cdcwatch.config import TableConfig
+from cdcwatch.tables.buckets import Buckets, SqlBucketPass, mysql_bucket
 from cdcwatch.tables.image import Column, mysql_image_hash, mysql_value, type_class
 from cdcwatch.tables.side import Digest, Key, Shape, SideError, key_page, time_class
 
@@ -27,7 +28,7 @@ def _ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-class MysqlTableSide:
+class MysqlTableSide(SqlBucketPass):
     """A MySQL / MariaDB table."""
 
     def __init__(self, side: str, config: TableConfig) -> None:
@@ -129,6 +130,19 @@ class MysqlTableSide:
         rows = self._query(f"SELECT {k}, {self._hash()} FROM {self.relation} WHERE {k} IN %s", (tuple(keys),))
         self.rows_read += len(rows)
         return {row[0]: int(row[1]) for row in rows}
+
+    # --- a whole-table pass (cdcwatch.reconcile.bucketed) ---------------------------------------------------------------
+    def estimated_rows(self) -> int:
+        rows = self._query("SELECT coalesce(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s "
+                           "AND TABLE_NAME = %s", (self.database, self.table))
+        return int(rows[0][0]) if rows else 0
+
+    def _quoted_key(self) -> str:
+        assert self.key is not None
+        return _ident(self.key.name)
+
+    def _bucket(self, plan: Buckets, key: str) -> str:
+        return mysql_bucket(plan, key)
 
     def close(self) -> None:
         if self._connection is not None:

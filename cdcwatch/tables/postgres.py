@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdcwatch.config import TableConfig
+from cdcwatch.tables.buckets import Buckets, SqlBucketPass, pg_bucket
 from cdcwatch.tables.image import Column, apply_value, pg_image_hash, pg_value, type_class
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class _PostgresSide:
             self._connection = None
 
 
-class PostgresTableSide(_PostgresSide):
+class PostgresTableSide(_PostgresSide, SqlBucketPass):
     """A plain PostgreSQL table with a single-column key."""
 
     def __init__(self, side: str, config: TableConfig) -> None:
@@ -148,6 +149,18 @@ class PostgresTableSide(_PostgresSide):
                            (list(keys),))
         self.rows_read += len(rows)
         return {row[0]: int(row[1]) for row in rows}
+
+    # --- a whole-table pass (cdcwatch.reconcile.bucketed) ---------------------------------------------------------------
+    def estimated_rows(self) -> int:
+        rows = self._query("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass", (self.relation,))
+        return int(rows[0][0]) if rows else 0
+
+    def _quoted_key(self) -> str:
+        assert self.key is not None
+        return _ident(self.key.name)
+
+    def _bucket(self, plan: Buckets, key: str) -> str:
+        return pg_bucket(plan, key)
 
 
 class ApplyRowsSide(_PostgresSide):

@@ -12,13 +12,18 @@ package (delta-rs: a reader independent of the job's).
 - the delta collector, reading the job's table from its log alone, reports the newest `_cdc_commit_time` the
   table holds (Delta's statistics keep milliseconds);
 - the canary lands in its own Delta table, where a canary target of `engine: delta` reads the time the source wrote
-  it from the log, and the job counts its change under the canary table, apart from the orders'.
+  it from the log, and the job counts its change under the canary table, apart from the orders';
+- the reconciliation job (`cdcwatch-reconcile`) compares the source with the Delta table under live traffic, gated on
+  the job's listener: no false alarm, and a row deleted behind the job's back is confirmed missing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import random
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +33,7 @@ from cdcwatch.delta.log import DeltaLog
 from devstack.connect import ConnectWorker
 from devstack.debezium import postgres_connector_properties
 from devstack.procs import StackError, wait_for
-from devstack.spark import ApplyJob
+from devstack.spark import ApplyJob, ReconcileJob
 from tests.integration.conftest import parse, value
 
 pytestmark = [pytest.mark.integration, pytest.mark.delta]
@@ -226,3 +231,70 @@ def test_the_canary_lands_in_its_delta_table_and_is_counted_apart(lake, postgres
                       120, "the canary's new time in its Delta table", interval=1)
     assert value(values, "cdcwatch_canary_source_timestamp_seconds", target="lake") >= landed
     wait_for(lambda: canary_applied() == canary_before + 1, 60, "the canary's change counted under its own table")
+
+
+def test_the_reconciliation_job_raises_no_false_alarm_under_live_traffic_and_finds_a_write_behind_its_back(
+        lake, postgres) -> None:
+    """`cdcwatch-reconcile` compares the source with the job's Delta table while changes flow, its freshness gate
+    read from the job's listener: nothing is ever confirmed diverged; a row deleted from the Delta table behind the
+    job's back (between two batches) is confirmed missing, and agrees again once the source changes it."""
+    from deltalake import DeltaTable
+
+    from tests.integration.test_spark_reconcile import KINDS, diverged
+
+    worker, job, root = lake
+    in_sync(postgres, root)
+    postgres.sql("INSERT INTO lake_orders SELECT g, 'live ' || g, g, g, '2020-01-01', '2020-01-01', now() "
+                 "FROM generate_series(200, 260) g ON CONFLICT (id) DO NOTHING")
+    source = {"engine": "postgres", "port": postgres.port, "user": "postgres", "table": "public.lake_orders",
+              "rows_per_second": 1_000_000}
+    checker = ReconcileJob(job.dir.parent / "lake-reconcile", [{
+        "name": "lake", "source": source, "target": {"engine": "delta", "uri": str(root / TABLE_ID)}, "chunk_rows": 10,
+        "settle_seconds": 2, "confirm_rechecks": 2, "pass_interval_seconds": 0, "freshness_url": job.metrics_url,
+        "freshness_labels": {"server": SERVER}}])
+    stop, paused, errors = threading.Event(), threading.Event(), []
+
+    def traffic() -> None:  # about 10 updates a second on rows 200-260, never two at once with the check below
+        generator = random.Random(52)
+        try:
+            while not stop.wait(0.1):
+                if not paused.is_set():
+                    key = generator.randint(200, 260)
+                    postgres.sql(f"UPDATE lake_orders SET qty = qty + 1, at = now() WHERE id = {key}")
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    writer = threading.Thread(target=traffic, daemon=True)
+    checker.start()
+    writer.start()
+    try:
+        seen: list[dict] = []
+        passes: set[float] = set()
+        started = time.monotonic()
+
+        def checked_under_traffic() -> bool:  # at least 45 s and two whole passes: never a confirmed divergence
+            values = parse(checker.metrics())
+            seen.append(values)
+            passes.update({value(values, "cdcwatch_reconcile_last_pass_timestamp_seconds", target="lake")} - {None})
+            alarm = diverged(values, "lake") not in (dict.fromkeys(KINDS, 0.0), dict.fromkeys(KINDS, None))
+            return alarm or (len(passes) >= 3 and time.monotonic() - started >= 45)  # the first began before traffic
+
+        wait_for(checked_under_traffic, 300, f"two passes under traffic (log {checker.log})", interval=0.5)
+        assert diverged(seen[-1], "lake") == dict.fromkeys(KINDS, 0.0), f"a false alarm (log {checker.log})"
+        assert max(value(v, "cdcwatch_reconcile_rows_suspect", target="lake") or 0 for v in seen) > 0, \
+            "no change was ever in flight: the traffic did not test the confirmation"
+        paused.set()
+        time.sleep(0.2)
+        in_sync(postgres, root, "the Delta table caught up before the write behind its back")
+        DeltaTable(str(root / TABLE_ID)).delete("id = 5")
+        paused.clear()
+        wait_for(lambda: diverged(parse(checker.metrics()), "lake") == {"missing": 1.0, "extra": 0.0, "different": 0.0},
+                 120, f"the deleted row confirmed missing (log {checker.log})", interval=0.5)
+        postgres.sql("UPDATE lake_orders SET note = 'repaired' WHERE id = 5")
+        wait_for(lambda: diverged(parse(checker.metrics()), "lake") == dict.fromkeys(KINDS, 0.0), 120,
+                 "the repaired row agreeing again", interval=0.5)
+        assert not errors, errors
+    finally:
+        stop.set()
+        writer.join(10)
+        checker.stop()

@@ -17,6 +17,7 @@ _DIVERGED = "cdcwatch_reconcile_rows_diverged"
 _SUSPECT = "cdcwatch_reconcile_rows_suspect"
 _GATE = "cdcwatch_reconcile_freshness_gate_open"
 _MISSING_AGE = "cdcwatch_reconcile_oldest_missing_column_age_seconds"
+_LAST_PASS = "cdcwatch_reconcile_last_pass_timestamp_seconds"
 
 
 def _rows(missing: str, extra: str = "0x40", different: str = "0x40") -> dict[str, str]:
@@ -78,6 +79,21 @@ ALERTS = (
         since="11m",
         boundary_value=720,
         more=(Case("the sink added the column after 5 minutes", {f"{_MISSING_AGE}{{{PAIR}}}": "0+60x5 0x35"}),),
+    ),
+    Alert(
+        "CdcReconcilePassOverdue",
+        "time() - max by (job, instance, target, server) (cdcwatch_reconcile_last_pass_timestamp_seconds{%(cdcwatch)s}) > %(reconcile_pass_overdue_seconds)s",
+        "warning", "instant",
+        "Reconciliation of {{ $labels.target }} has not finished a pass for {{ $value | humanizeDuration }}",
+        "The last full pass over the table pair {{ $labels.target }} ended {{ $value | humanizeDuration }} ago "
+        "(cdcwatch_reconcile_last_pass_timestamp_seconds): a pass now takes longer than expected (a grown table, "
+        "a side slow to answer, a budget too small for the table), or the comparison is stuck. Until the next pass "
+        "ends, a divergence of this pair goes unreported.",
+        fires=Case("the last pass ended 8 hours ago", {f"{_LAST_PASS}{{{PAIR}}}": "-27600x40"}, labels=labels_of(PAIR),
+                   value=28800),
+        boundary_value=27660,
+        quiet=Case("a pass ends every minute", {f"{_LAST_PASS}{{{PAIR}}}": "0+60x40"}),
+        more=(Case("a pass ended 5 hours and 40 minutes ago", {f"{_LAST_PASS}{{{PAIR}}}": "-19200x40"}),),
     ),
 )
 
