@@ -86,8 +86,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "the Helm chart's rules and dashboards, the references in docs/")
     mixin.add_argument("action", choices=["generate"])
     _mixin_file(mixin)
-    mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/, dashboards/ and charts/cdcwatch/files/ "
-                       "under; the references in its docs/ pages are rewritten where they have them")
+    mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/ and dashboards/ under; the chart's "
+                       "files where it holds charts/cdcwatch/ and the references where it has docs/ pages")
 
     return parser
 

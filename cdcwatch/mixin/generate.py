@@ -52,10 +52,18 @@ def render_files(config: MixinConfig) -> Mapping[str, str]:
     return chart_files(config, files)
 
 
+CHART_DIR = Path("charts/cdcwatch")
+
+
 def write_files(config: MixinConfig, root: Path) -> list[Path]:
-    """Write every rendered file under `root`, and the generated reference pages where `root` has a docs/ folder."""
+    """Write the rendered rules, inhibitions and dashboards under `root`; where `root` holds the chart
+    (`charts/cdcwatch/Chart.yaml`: the repository, or a copy of the chart) the chart's files too, and where it has a
+    docs/ folder the generated reference pages: a directory of your own gets only what you deploy."""
     written = []
+    chart = (root / CHART_DIR / "Chart.yaml").is_file()
     for relative, content in render_files(config).items():
+        if not chart and Path(relative).is_relative_to(CHART_DIR):
+            continue
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")

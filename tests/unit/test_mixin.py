@@ -61,11 +61,21 @@ def test_mixin_generate_is_the_one_generator(tmp_path: Path, capsys: pytest.Capt
     for relative in pages:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("stale\n", encoding="utf-8")
+    (tmp_path / "charts" / "cdcwatch").mkdir(parents=True)
+    (tmp_path / "charts" / "cdcwatch" / "Chart.yaml").write_text("name: cdcwatch\n", encoding="utf-8")
     assert main(["mixin", "generate", "--out", str(tmp_path)]) == 0
     written = capsys.readouterr().out.split()
     assert sorted(written) == sorted(str(tmp_path / name) for name in [*mixin_files, *pages])
     for relative in pages:
         assert (tmp_path / relative).read_text(encoding="utf-8") == (ROOT / relative).read_text(encoding="utf-8")
+
+
+def test_mixin_generate_into_a_directory_of_your_own_writes_only_what_you_deploy(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], mixin_files: Mapping[str, str]) -> None:
+    assert main(["mixin", "generate", "--out", str(tmp_path)]) == 0
+    written = {str(Path(path).relative_to(tmp_path)).split("/")[0] for path in capsys.readouterr().out.split()}
+    assert written == {"alerts", "alertmanager", "dashboards"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alertmanager", "alerts", "dashboards"]
 
 
 def test_promtool_checks_and_tests_every_rule(tmp_path: Path) -> None:
