@@ -35,7 +35,7 @@ from cdcwatch.config import _TARGET_NAME, StrictModel
 from cdcwatch.mixin.stages import stage_names
 from cdcwatch.validation import config_model
 
-__all__ = ["CLIENT_KEY_FILES", "CLIENT_SECRETS", "FIELD_CHECKS", "FILES_ROOT", "KEY_FILE_FIELDS", "MODEL_CHECKS",
+__all__ = ["CLIENT_KEY_FILES", "CLIENT_SECRETS", "FIELD_CHECKS", "KEY_FILE_FIELDS", "MODEL_CHECKS",
            "SECRETS_ROOT", "config_schema", "stages_schema", "validators", "values_schema"]
 
 PREFIX = "config."
@@ -43,8 +43,6 @@ PREFIX = "config."
 CHART_OWNED = ("listen",)
 """Keys of the configuration the chart sets itself (where it listens, with `web`)."""
 
-FILES_ROOT = "/etc/cdcwatch/files"
-"""Where the chart mounts a ConfigMap of `files` (`<root>/<name>/<key>`)."""
 SECRETS_ROOT = "/etc/cdcwatch/secrets"
 """Where the chart mounts a Secret of `files`."""
 

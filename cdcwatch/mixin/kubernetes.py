@@ -3,12 +3,12 @@ nothing outside the chart), and the file provisioning provider for a Grafana tha
 
 A chart cannot run the generator, and its values choose the deployment's `stages` (`MixinConfig.stages`) at install
 time; so the chart carries the rule file, the inhibitions and each dashboard of every deployment shape (each stage on
-or off: 256 shapes), each as one *shaped text*: the texts cut into pieces (a rule, a panel's part, an inhibition),
-each piece once, in an order every shape's text follows, each with the set of shapes it belongs to. The chart's
-`cdcwatch.shaped` helper joins the pieces of the shape its values select: exactly the text `cdcwatch mixin generate`
-writes for those stages (the rest of the mixin config, thresholds and selectors, as given to the generator).
+or off: `SHAPES`, two to the power of the stages), each as one *shaped text*: the texts cut into pieces (a rule, a
+panel's part, an inhibition), each piece once, in an order every shape's text follows, each with the set of shapes it
+belongs to. The chart's `cdcwatch.shaped` helper joins the pieces of the shape its values select: exactly the text
+`cdcwatch mixin generate` writes for those stages (the rest of the mixin config, thresholds and selectors, as given to the generator).
 
-A shaped text is JSON: `masks` (each a set of shapes, 64 hexadecimal digits: digit k, bit j is shape 4k+j), `texts`
+A shaped text is JSON: `masks` (each a set of shapes, `SHAPES / 4` hexadecimal digits: digit k, bit j is shape 4k+j), `texts`
 (the distinct pieces) and `chunks` ([mask, text] in order). Shape n has stage i (`STAGES` order) on when bit i of n
 is set; `stages.json` says so to the chart, with how the chart infers each stage from its values (`STAGE_SOURCES`).
 """

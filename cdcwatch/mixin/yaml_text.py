@@ -1,5 +1,5 @@
 """The generated YAML files' text: PromQL and other multi-line strings as literal blocks, as people write them, the
-header every generated file starts with, and rule files written from each rule's text once (the chart's 256
+header every generated file starts with, and rule files written from each rule's text once (the chart's
 deployment shapes share most of their rules)."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ _GROUPS = "groups:\n"
 def _rule_file(data: Any) -> str | None:
     """A Prometheus rule file (`{"groups": [{"name": ..., "rules": [...]}, ...]}`, each group with rules) as `_dump`
     writes it, from each group's head and each rule written once: the emitter writes a rule the same wherever it stands
-    at its depth, and the rule files of the chart's 256 deployment shapes share most of their rules. None for any
+    at its depth, and the rule files of the chart's deployment shapes share most of their rules. None for any
     other data."""
     if not (type(data) is dict and list(data) == ["groups"] and type(data["groups"]) is list and data["groups"]):
         return None

@@ -35,7 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 from cdcwatch.config import ReconcileConfig
@@ -147,13 +147,6 @@ class State:
     """The columns' drift (None before the catalogs were read, or on a target without a catalog)."""
     oldest_missing_column: float | None = None
     """Wall-clock time the longest-missing source column was first found missing in the target."""
-
-
-@dataclass
-class _Sides:
-    source: Side
-    target: Side
-    budgets: dict[str, Budget] = field(default_factory=dict)
 
 
 class Reconciler:

@@ -51,12 +51,9 @@ from dataclasses import replace
 from cdcwatch.mixin.alerts.examples import CONNECT, DBZ, EXPORTER, SLOT, SPARK, TOPIC
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, with_stages
 
-__all__ = ["CODE", "GROUP", "HEALTHY", "STATE", "STATES"]
+__all__ = ["GROUP", "HEALTHY", "STATE"]
 
-CODE = "server_stage:cdcwatch_freshness:code"
 STATE = "cdcwatch:freshness_state"
-STATES = ("idle", "flowing", "backlogged", "stalled")
-"""In the order of their codes, 1 to 4."""
 
 _EVENTS = "cdcwatch_debezium_events_seen_total"
 _DBZ_LAG = "cdcwatch_debezium_lag_behind_source_seconds"
