@@ -26,20 +26,21 @@ __all__ = ["main"]
 EXIT_OK, EXIT_DOWN, EXIT_CONFIG = 0, 1, 2
 
 _DESCRIPTION = f"""\
-cdcwatch watches change-data-capture pipelines (Debezium → Kafka → Spark) and exports what
+cdcwatch watches change-data-capture pipelines (Debezium → Kafka → a Spark job or a sink connector) and exports what
 it sees as Prometheus metrics.
 
   cdcwatch serve --config.file cdcwatch.yml   serve /metrics (default http://127.0.0.1:{DEFAULT_PORT}/metrics)
   cdcwatch check --config.file cdcwatch.yml   scrape every target once and print a table
   cdcwatch docs metrics|config|mixin          print the metrics, configuration or mixin configuration reference
   cdcwatch alerts [--mixin.file mixin.yml]    print the Prometheus alert and recording rules
-  cdcwatch mixin generate                     write alerts/, alertmanager/, dashboards/, the Helm chart's files/
-                                              and the references in docs/ (what the repository commits)
+  cdcwatch mixin generate                     write alerts/, alertmanager/ and dashboards/ (in a checkout also the
+                                              Helm chart's files/ and the references in docs/)
   cdcwatch dashboards preview                 render the dashboards' panels from a Prometheus
 
 Two YAML files: the exporter's configuration (--config.file: serve, check) and the mixin config
 (--mixin.file: alerts, mixin generate, dashboards preview); see the documentation (docs/).
-The reference Spark apply job is its own command, cdcwatch-apply (the spark extra).
+The reference Spark apply job and the reconciliation as a Spark job are commands of their own, cdcwatch-apply and
+cdcwatch-reconcile (the spark extra).
 """
 
 
@@ -82,8 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument("--out", default="dashboard-preview", help="directory for the PNGs and index.html")
     preview.add_argument("--range", default="1h", help="time range to plot, e.g. 30m, 1h, 6h")
 
-    mixin = commands.add_parser("mixin", help="write every generated file: rules, their tests, inhibitions, dashboards, "
-                                "the Helm chart's rules and dashboards, the references in docs/")
+    mixin = commands.add_parser("mixin", help="write the generated files: rules, their tests, inhibitions, dashboards; in "
+                                "a checkout the Helm chart's rules and dashboards and the references in docs/")
     mixin.add_argument("action", choices=["generate"])
     _mixin_file(mixin)
     mixin.add_argument("--out", default=".", help="root to write alerts/, alertmanager/ and dashboards/ under; the chart's "
