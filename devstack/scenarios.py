@@ -77,6 +77,10 @@ class Scenario:
     more_pages: str = ""
     """Why this fault can page more than once yet (a known gap, said in the runbook's fault matrix): its pages are
     not checked. Empty: they are, on every run."""
+    stale_page: str = ""
+    """For a fault that only delays the pipeline: the alert that pages, and only it, once the delay outlasts the
+    target's freshness threshold (data that stale is the page's own cause: how long it lasts depends on how fast the
+    machine drains it). Empty: the fault never pages beyond `pages`."""
 
     @property
     def pages(self) -> frozenset[str]:
@@ -655,7 +659,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              covered_firing=("CdcKafkaConsumerNotProgressing",)),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
-             settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS), states=(("apply", "backlogged"),)),
+             settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS), states=(("apply", "backlogged"),),
+             stale_page="CdcSparkFreshnessTooOld"),
     Scenario("restart", "kill -9 the Kafka Connect worker between two offset flushes and start it again at once: the "
              "task restart is counted, the re-delivered changes are counted as duplicates and left out of the apply "
              "lag, no lag, freshness or reconciliation page, and the pipeline flows again",
@@ -729,6 +734,8 @@ def fault_matrix() -> list[str]:
             pages = f"`{scenario.alert}`"
         else:
             pages = f"nothing: `{scenario.alert}` warns"
+        if scenario.stale_page:
+            pages += f"; `{scenario.stale_page}` pages once the delay outlasts the freshness threshold"
         if scenario.more_pages:
             pages += f"; not yet one page: {scenario.more_pages}"
         kept = ", ".join(f"`{name}`" for name in sorted({*scenario.covered, *scenario.quiet})) or "-"

@@ -130,7 +130,10 @@ def scenario_fires_and_resolves(demo, name: str) -> None:
     assert not covered_paged_before_the_all_clear(report, scenario), report["notifications"]
     # one cause, one page: the fault's page and no other critical alert notified from the fault to the all-clear
     if not scenario.more_pages:
-        assert pages_from_the_fault(report) == scenario.pages, report["notifications"]
+        pages = pages_from_the_fault(report)
+        # a backlog that outlasts the freshness threshold pages once, for the stale target (a busy machine drains slower)
+        assert pages == scenario.pages or (scenario.stale_page and pages == {*scenario.pages, scenario.stale_page}), \
+            report["notifications"]
     if name == "connector-crash":
         assert report["duplicates_counted"] > 0, "the replay after kill -9 was not counted as duplicates"
 
