@@ -126,8 +126,7 @@ class DeltaSide:
     def bucket_rows(self, plan: Buckets, buckets: Sequence[int]) -> dict[Key, int]:
         chosen = sorted(set(buckets))
         if plan.low is not None:  # ranges of the key: Delta skips the files whose key statistics lie outside
-            key = self._key()
-            where = " OR ".join(f"({key} >= {plan.range_of(b)[0]} AND {key} < {plan.range_of(b)[1]})" for b in chosen)
+            where = plan.in_ranges(self._key(), chosen)
         else:
             where = f"{spark_bucket(plan, self._key())} IN ({', '.join(map(str, chosen))})"
         return self._hashes(where)

@@ -40,6 +40,11 @@ class Buckets:
         assert self.low is not None
         return self.low + bucket * self.width, self.low + (bucket + 1) * self.width
 
+    def in_ranges(self, key: str, buckets: Sequence[int]) -> str:
+        """SQL (every engine's, Spark's too) selecting the rows of integer `buckets` by ranges of `key`: an index
+        range each, or the files whose key statistics overlap."""
+        return " OR ".join(f"({key} >= {self.range_of(b)[0]} AND {key} < {self.range_of(b)[1]})" for b in sorted(set(buckets)))
+
 
 def plan_buckets(rows: int, chunk_rows: int, bounds: tuple[int, int] | None, integer: bool) -> Buckets:
     """About `chunk_rows` rows a bucket for a table of about `rows` rows; integer keys spread over `bounds` (the
@@ -135,9 +140,7 @@ class SqlBuckets:
     def rows(self, plan: Buckets, buckets: Sequence[int]) -> dict[Key, int]:
         found: dict[Key, int] = {}
         if plan.low is not None:
-            ranges = " OR ".join(f"({self.key} >= {plan.range_of(b)[0]} AND {self.key} < {plan.range_of(b)[1]})"
-                                 for b in sorted(set(buckets)))
-            rows = self.query(f"{self.select(plan)} WHERE {ranges}", ())
+            rows = self.query(f"{self.select(plan)} WHERE {plan.in_ranges(self.key, buckets)}", ())
             self.side.rows_read += len(rows)
             return {row[0]: int(row[2]) for row in rows}
         chosen = ", ".join(str(int(b)) for b in sorted(set(buckets)))
