@@ -15,7 +15,7 @@ from cdcwatch.check import render_table
 from cdcwatch.config import DEFAULT_PORT, WATCH_INTERVAL_SECONDS, Config, ConfigError
 from cdcwatch.exporter import Exporter
 from cdcwatch.server import ListenError, serve
-from cdcwatch.validation import load_config
+from cdcwatch.validation import literal_secret_warnings, load_config
 from cdcwatch.web import load_web_config
 
 if TYPE_CHECKING:
@@ -96,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
 def _load(path: str, log_level: str | None = None) -> Config:
     config = load_config(path)
     logging.getLogger().setLevel((log_level or config.log_level).upper())
+    for warning in literal_secret_warnings(path):
+        logging.getLogger("cdcwatch").warning("%s", warning)
     return config
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "ReconcileSideConfig",
     "SparkReconcileConfig",
     "TableConfig",
+    "CLIENT_SECRETS",
     "CanaryColumn",
     "CanaryConfig",
     "StatusSettings",
@@ -60,6 +61,7 @@ __all__ = [
     "check_labels",
     "check_name",
     "check_table_uri",
+    "literal_secrets",
     "load_yaml_model",
     "parse_yaml_model",
 ]
@@ -74,6 +76,14 @@ _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_SECRET_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+"""A secret's only safe form: one reference, without a default (a default would be the secret, written here)."""
+CLIENT_SECRETS = (r"^(sasl\.password|sasl\.jaas\.config|sasl\.oauthbearer\.client\.secret|sasl\.oauthbearer\.config|"
+                  r"sasl\.oauthbearer\.assertion\.private\.key\.(pem|passphrase)|ssl\.key\.(password|pem)|"
+                  r"ssl\.keystore\.password|ssl\.truststore\.password|ssl_key)$")
+"""Kafka client (librdkafka) properties that carry a credential or a key themselves."""
+_SECRET_KEY = re.compile(rf"(?i)password|secret|{CLIENT_SECRETS}")
+"""A key whose value is a secret: one naming a password or a secret, or a Kafka client credential."""
 
 
 class ConfigError(Exception):
@@ -755,6 +765,18 @@ def _interpolate(node: Any, loc: tuple[int | str, ...], env: Mapping[str, str], 
         return ""
 
     return _ENV_REF.sub(replace, node)
+
+
+def literal_secrets(node: Any, loc: tuple[int | str, ...] = ()) -> list[str]:
+    """The key paths of a parsed (not interpolated) YAML tree whose key names a secret and whose value is written in
+    the file rather than `${VAR}`: whoever reads the file reads the secret."""
+    if isinstance(node, dict):
+        return [path for key, value in node.items()
+                for path in ([_path((*loc, str(key)))] if isinstance(value, str) and _SECRET_KEY.search(str(key))
+                             and not _SECRET_REF.fullmatch(value) else literal_secrets(value, (*loc, str(key))))]
+    if isinstance(node, list):
+        return [path for index, value in enumerate(node) for path in literal_secrets(value, (*loc, index))]
+    return []
 
 
 def parse_yaml_model(text: str, model: type[Model], source: str, env: Mapping[str, str] | None = None) -> Model:

@@ -22,12 +22,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import Field, create_model
 
 from cdcwatch.collectors import COLLECTORS, Registry
-from cdcwatch.config import Config, ConfigError, load_yaml_model, parse_yaml_model
+from cdcwatch.config import Config, ConfigError, literal_secrets, load_yaml_model, parse_yaml_model
 
-__all__ = ["check_config", "config_model", "load_config", "parse_config", "registry_problems"]
+__all__ = ["check_config", "config_model", "literal_secret_warnings", "load_config", "parse_config", "registry_problems"]
 
 @cache
 def config_model(registry: Registry = COLLECTORS) -> type[Config]:
@@ -76,3 +77,12 @@ def parse_config(text: str, source: str = "<config>", env: Mapping[str, str] | N
 def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
     """Read and validate a configuration file, ``${VAR}`` resolved from `env` (default: the process environment)."""
     return check_config(load_yaml_model(path, config_model(), os.environ if env is None else env), str(path))
+
+
+def literal_secret_warnings(path: str | Path) -> list[str]:
+    """For a configuration file `load_config` accepted: one warning per secret written in it as a literal, with the
+    fix (the configuration page's rule: a secret is `${VAR}`, never the secret itself)."""
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    return [f"{path}: {where} holds the secret itself, readable by whoever reads the file: write ${{VAR}} there and "
+            "set VAR in the exporter's environment (in Kubernetes from a Secret: the chart's secretEnv)"
+            for where in literal_secrets(raw)]

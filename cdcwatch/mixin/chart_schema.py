@@ -31,7 +31,7 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from cdcwatch.collectors import COLLECTORS, Registry
-from cdcwatch.config import _TARGET_NAME, StrictModel
+from cdcwatch.config import _TARGET_NAME, CLIENT_SECRETS, StrictModel
 from cdcwatch.mixin.stages import stage_names
 from cdcwatch.validation import config_model
 
@@ -56,10 +56,6 @@ KEY_FILE_MESSAGE = (f"a file of a Secret mounted with `files` ({SECRETS_ROOT}/<n
 PEM_KEY = r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
 PEM_MESSAGE = "no private key in config: put it in a Secret, mount it with `files` and name the file"
 
-CLIENT_SECRETS = (r"^(sasl\.password|sasl\.jaas\.config|sasl\.oauthbearer\.client\.secret|sasl\.oauthbearer\.config|"
-                  r"sasl\.oauthbearer\.assertion\.private\.key\.(pem|passphrase)|ssl\.key\.(password|pem)|"
-                  r"ssl\.keystore\.password|ssl\.truststore\.password|ssl_key)$")
-"""Kafka client (librdkafka) properties that carry a credential or a key themselves: `${VAR}` only."""
 CLIENT_KEY_FILES = (r"^(ssl\.key\.location|ssl\.keystore\.location|sasl\.kerberos\.keytab|"
                     r"sasl\.oauthbearer\.assertion\.private\.key\.file)$")
 """Kafka client properties naming a file with a key or a keytab: a file of a Secret."""

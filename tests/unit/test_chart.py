@@ -382,8 +382,12 @@ PASSWORD = "hunter2-literal"
     ({"serviceMonitor": {"interval": "30 seconds"}}, "/serviceMonitor/interval"),
     ({"servicemonitor": {"enabled": False}}, "servicemonitor"),
     ({"config": {"postgres": [{"name": "db", "password": "${PG_PASSWORD}"}]}}, "secretEnv.PG_PASSWORD"),
+    ({"config": {"postgres": [{"name": "db", "password": "${PG_PASS}"}]}, "env": {"PG_PASS": PASSWORD}},
+     "PG_PASS is set in plain text"),
+    ({"config": {"kafka": [{"name": "k", "bootstrap_servers": "b:9092", "client": {"sasl.password": "${KP}"}}]},
+      "extraEnv": [{"name": "KP", "value": PASSWORD}]}, "KP is set in plain text"),
 ], ids=["postgres-password", "sasl-password", "jmx-password", "listen", "secret-key", "env-password", "interval",
-        "unknown-key", "unset-variable"])
+        "unknown-key", "unset-variable", "secret-from-env", "secret-from-extra-env"])
 def test_bad_values_fail_naming_the_key(values: dict[str, Any], named: str, tmp_path: Path) -> None:
     (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
     for command in (["template", "cdcwatch", "--kube-version", KUBERNETES_VERSIONS[-1]], ["lint"]):

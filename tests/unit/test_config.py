@@ -149,3 +149,22 @@ def test_kafka_client_settings_the_library_refuses_are_refused_before_anything_s
     done = subprocess.run([sys.executable, "-m", "cdcwatch.cli", "serve", "--config.file", str(file)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "kafka[0].client.securty.protocol" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_secret_written_in_the_file_is_warned_about_by_its_path_never_its_value(tmp_path: Path) -> None:
+    """The configuration page's rule (a secret is `${VAR}`, never the secret itself), said to a user who broke it,
+    without repeating the secret; a reference with a default holds the secret too."""
+    from cdcwatch.validation import literal_secret_warnings
+
+    path = tmp_path / "cdcwatch.yml"
+    path.write_text("postgres:\n  - {name: source, host: db, user: cdcwatch, password: hunter2}\n"
+                    "kafka:\n  - name: main\n    bootstrap_servers: b:9092\n    client:\n"
+                    "      sasl.password: ${KAFKA_PASSWORD}\n      ssl.key.password: ${KEY_PASSWORD:-swordfish}\n"
+                    "      sasl.username: cdcwatch\n")
+    warnings = literal_secret_warnings(path)
+    assert [w.split(" holds ")[0] for w in warnings] == [f"{path}: postgres[0].password",
+                                                         f"{path}: kafka[0].client.ssl.key.password"]
+    assert not any("hunter2" in w or "swordfish" in w for w in warnings)
+    assert all("${VAR}" in w for w in warnings)
+    path.write_text("postgres:\n  - {name: source, host: db, user: cdcwatch, password: '${PG_PASSWORD}'}\n")
+    assert literal_secret_warnings(path) == []
