@@ -271,6 +271,9 @@ class StatusSettings(StrictModel):
         "stalled and stopped groups read them)."))
     window_samples: int = Field(10, ge=3, le=1000, description="Samples (scrapes) per group partition in the window.")
     max_sample_age_seconds: float = Field(3600, gt=0, description="Samples older than this leave the window.")
+    per_partition: bool = Field(False, description=(
+        "Also one coded series per group partition (cdcwatch_kafka_consumergroup_status_code); the per-topic state "
+        "set (..._topic_status, which the alerts and boards read) names the group and topic either way."))
 
 
 class KafkaClusterConfig(StrictModel):
@@ -289,10 +292,12 @@ class KafkaClusterConfig(StrictModel):
     max_partitions: int = Field(50000, ge=1, description=(
         "Cap on group partitions reported; beyond it the rest are left out, counted "
         "(cdcwatch_kafka_group_partitions_dropped) and logged. Each costs about 2 kB of memory with the defaults "
-        "and 4 series (1 kB and 1 series with lag in messages only)."))
+        "and 2 series, its lag in messages and in seconds (1 kB and 1 series with lag in messages only)."))
     lag_seconds: bool = Field(True, description="Read message timestamps to report lag in seconds.")
-    committed_offsets: bool = Field(True, description=(
-        "Report each group partition's committed offset (cdcwatch_kafka_consumergroup_committed_offset)."))
+    committed_offsets: bool = Field(False, description=(
+        "Report each group partition's committed offset (cdcwatch_kafka_consumergroup_committed_offset): the log end "
+        "offset less the lag in messages says it otherwise, and the sum per group and topic (..._topic_committed_offset) "
+        "is always reported."))
     freshness: bool = Field(True, description="Read the newest message of each partition for the source commit time (Debezium topics).")
     retention: bool = Field(True, description=(
         "Read each topic's cleanup.policy, retention.ms and retention.bytes (DescribeConfigs) for the retention runway."))

@@ -58,8 +58,13 @@ KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS = MetricSpec("cdcwatch_kafka_newest
         "commit_ts physical part); the newest of the topic's partitions at topic granularity."),
         ("topic", "partition", "server"))
 KAFKA_CONSUMERGROUP_COMMITTED_OFFSET = MetricSpec("cdcwatch_kafka_consumergroup_committed_offset", "gauge", (
-        "Offset the group committed in the partition."),
+        "Offset the group committed in the partition (with `committed_offsets: true`; the log end offset less the lag "
+        "in messages says it otherwise)."),
         _PARTITION)
+KAFKA_CONSUMERGROUP_TOPIC_COMMITTED_OFFSET = MetricSpec("cdcwatch_kafka_consumergroup_topic_committed_offset", "gauge", (
+        "The group's committed offsets summed over the topic's partitions where it committed: it rises as the group "
+        "commits."),
+        ("group", "topic", "server"))
 KAFKA_CONSUMERGROUP_LAG_MESSAGES = MetricSpec("cdcwatch_kafka_consumergroup_lag_messages", "gauge", (
         "Messages between the committed offset and the log end; from the log start where nothing is "
         "committed."),
@@ -101,9 +106,9 @@ KAFKA_CONSUMERGROUP_STATE = MetricSpec("cdcwatch_kafka_consumergroup_state", "ga
         "Group state as a state set: 1 for the current state."),
         ("group", "state"))
 KAFKA_CONSUMERGROUP_STATUS_CODE = MetricSpec("cdcwatch_kafka_consumergroup_status_code", "gauge", (
-        "Consumer status of the partition over the sliding window: 0 OK, 1 WARN (lag growing), 2 STALL "
-        "(offset not moving, lag > 0, members connected), 3 STOP (not moving, lag > 0, no members), 4 REWIND "
-        "(offset went back)."),
+        "With `status.per_partition: true`: the consumer status of the partition over the sliding window: 0 OK, "
+        "1 WARN (lag growing), 2 STALL (offset not moving, lag > 0, members connected), 3 STOP (not moving, lag > 0, "
+        "no members), 4 REWIND (offset went back)."),
         _PARTITION)
 KAFKA_CONSUMERGROUP_TOPIC_STATUS = MetricSpec("cdcwatch_kafka_consumergroup_topic_status", "gauge", (
         "The worst consumer status among the topic's partitions, as a state set (OK, WARN, STALL, STOP, "
@@ -125,6 +130,7 @@ KAFKA_METRICS = metric_specs(
     KAFKA_TOPIC_RETENTION_BYTES,
     KAFKA_NEWEST_SOURCE_COMMIT_TIMESTAMP_SECONDS,
     KAFKA_CONSUMERGROUP_COMMITTED_OFFSET,
+    KAFKA_CONSUMERGROUP_TOPIC_COMMITTED_OFFSET,
     KAFKA_CONSUMERGROUP_LAG_MESSAGES,
     KAFKA_CONSUMERGROUP_LAG_SECONDS,
     KAFKA_CONSUMERGROUP_TOPIC_RETENTION_RUNWAY_SECONDS,
@@ -226,6 +232,7 @@ class KafkaCollector:
         self.target = cluster.name
         self.common = {"target": cluster.name, **cluster.labels}
         """The labels every series of the cluster carries."""
+        self._partition_status = cluster.status.enabled and cluster.status.per_partition
         self.address = cluster.bootstrap_servers
         self._clients: tuple[ClusterReader, MessageReader] | None = None
         """The clients; None while librdkafka refuses the settings as a whole (a certificate file it cannot read,
@@ -453,7 +460,7 @@ class KafkaCollector:
             row.committed_line = SeriesLine(KAFKA_CONSUMERGROUP_COMMITTED_OFFSET.name, names, values)
             if row.committed is not None:
                 row.committed_line.count(row.committed)
-        if self.cluster.status.enabled:
+        if self._partition_status:
             row.status_line = SeriesLine(KAFKA_CONSUMERGROUP_STATUS_CODE.name, names, values)
             row.status_line.count(row.status)
 
@@ -588,6 +595,10 @@ class KafkaCollector:
                           topic=topic, server=server)
             builder.add_spec(KAFKA_CONSUMERGROUP_UNCOMMITTED_PARTITIONS,
                       sum(r.committed is None for r in members), self.common, group=group_name, topic=topic)
+            committed = [r.committed for r in members if r.committed is not None]
+            if committed:
+                builder.add_spec(KAFKA_CONSUMERGROUP_TOPIC_COMMITTED_OFFSET, sum(committed), self.common,
+                                 group=group_name, topic=topic, server=server)
             self._topic_retention(builder, group_name, topic, server, members)
             if status:
                 worst = STATUS_BY_CODE[max(r.status for r in members)]
@@ -631,7 +642,7 @@ class KafkaCollector:
             [r.lag_line.text for r in rows])  # type: ignore[union-attr]
         family(KAFKA_CONSUMERGROUP_LAG_SECONDS, (*names, "server", "method")).extend(
             [r.seconds_line.text for r in rows if r.lag_seconds is not None])  # type: ignore[union-attr]
-        if self.cluster.status.enabled:
+        if self._partition_status:
             family(KAFKA_CONSUMERGROUP_STATUS_CODE, names).extend(
                 [r.status_line.text for r in rows])  # type: ignore[union-attr]
 

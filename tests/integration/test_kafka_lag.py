@@ -74,8 +74,9 @@ def commit(kafka, group: str, offsets: dict[tuple[str, int], int]) -> None:
 
 
 def kafka_config(kafka, name: str = "k4", **settings: Any) -> str:
-    return exporter_config(kafka=[kafka_cluster(name, kafka.bootstrap, timeout_seconds=5, status={"window_samples": 3},
-                                                **settings)])
+    """Every per-partition series on (the defaults report the lag only), to check each against the broker."""
+    return exporter_config(kafka=[kafka_cluster(name, kafka.bootstrap, timeout_seconds=5, committed_offsets=True,
+                                                status={"window_samples": 3, "per_partition": True}, **settings)])
 
 
 def status(values, group: str, topic: str, partition: int) -> str:
@@ -160,6 +161,9 @@ def test_lag_in_offsets_and_seconds_from_both_timestamp_types_agrees_with_kafkas
         assert value(values, "cdcwatch_kafka_consumergroup_committed_offset", **labels) == committed
         if peer_lag is not None:
             assert value(values, "cdcwatch_kafka_consumergroup_lag_messages", **labels) == peer_lag
+    for topic in (CREATED, APPENDED):  # what the defaults report of the commits: their sum per group and topic
+        assert value(values, "cdcwatch_kafka_consumergroup_topic_committed_offset", group="apply-job", topic=topic) == \
+            sum(committed for (where, _), (committed, _, _) in peer.items() if where == topic)
     promtool_check(serve.text())
 
 

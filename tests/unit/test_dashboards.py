@@ -141,7 +141,7 @@ def test_the_overview_first_screen_is_at_most_eight_large_tiles_answering_where_
             [(p["title"], p["gridPos"]) for p in tiles]
         read = " ".join(e for p in tiles for e in _exprs(p))
         for needed in ("server_stage:cdcwatch_freshness:code", "cdcwatch_connect_task_state", "cdcwatch_debezium_connected",
-                       "cdcwatch_kafka_consumergroup_status_code", "runway_seconds", "cdcwatch_up", "ALERTS{"):
+                       "cdcwatch_kafka_consumergroup_topic_status", "runway_seconds", "cdcwatch_up", "ALERTS{"):
             assert needed in read, (shape, needed)
         # the target's freshness: the listener's, else the canary's, else the age of the newest change in Kafka
         assert ("cdcwatch_spark_freshness_seconds" in read) == (not shape), shape
@@ -170,7 +170,7 @@ def test_panel_widths_follow_their_content() -> None:
 
 _STATES = {"cdcwatch_connect_connector_state": CONNECT_STATES, "cdcwatch_connect_task_state": CONNECT_STATES,
            "cdcwatch_debezium_snapshot_state": SNAPSHOT_STATES, "cdcwatch_debezium_schema_history_state": SCHEMA_HISTORY_STATES,
-           "cdcwatch_spark_query_state": QUERY_STATES, "cdcwatch_kafka_consumergroup_status_code": STATUS,
+           "cdcwatch_spark_query_state": QUERY_STATES, "cdcwatch_kafka_consumergroup_topic_status": STATUS,
            "server_stage:cdcwatch_freshness:code": FRESHNESS}
 
 

@@ -265,9 +265,9 @@ def test_partition_series_follow_a_learned_server_and_a_changed_method(monkeypat
     # and while nothing changes, the same lines (rendered once) serve every scrape
     def lines(name: str) -> list[str]:
         return next(f.lines for f in collector.collect().families if isinstance(f, RenderedFamily) and f.name == name)
-    first_lines = lines("cdcwatch_kafka_consumergroup_committed_offset")
+    first_lines = lines("cdcwatch_kafka_consumergroup_lag_messages")
     assert all(before is after for before, after in zip(
-        first_lines, lines("cdcwatch_kafka_consumergroup_committed_offset"), strict=True)) and first_lines
+        first_lines, lines("cdcwatch_kafka_consumergroup_lag_messages"), strict=True)) and first_lines
     collector.close()
 
 
@@ -326,7 +326,7 @@ def test_a_collector_that_inherits_at_a_reload_renders_the_lines_with_its_own_la
 
     before = collector("a", committed_offsets=False)
     before.collect()
-    after = collector("b", committed_offsets=True)
+    after = collector("b", committed_offsets=True, status={"per_partition": True})
     after.inherit(before)
     families = {family.name: family for family in after.collect().families}
     per_partition = [families[name] for name in ("cdcwatch_kafka_consumergroup_committed_offset",
@@ -461,3 +461,33 @@ def test_settings_the_client_refuses_as_a_whole_leave_the_cluster_down_and_named
         assert "refuses the settings" not in str(unreachable.value)
     finally:
         collector.close()
+
+
+def test_by_default_a_group_partition_costs_two_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an on-call engineer reads per group partition, its lag in messages and in seconds, and nothing more by
+    default: its commits are summed per group and topic (the pipeline's consume stage reads them rise), its status
+    is the per-topic state set. The per-partition committed offset and status code are there when asked for."""
+    def read(deadline: float) -> ClusterState:
+        group = GroupState("g", "STABLE", 1, {("t", 0): 5, ("t", 1): 3, ("t", 2): None})
+        return ClusterState({"t": 3}, {("t", 0): 0, ("t", 1): 0, ("t", 2): 0}, {("t", 0): 9, ("t", 1): 3, ("t", 2): 4},
+                            [group], time.time())
+
+    def messages(stamps: list[At], newest: list[At], deadline: float, leaders: Any = None) -> Lookup:
+        return Lookup({at: (1.0, "timestamp") for at in stamps}, {})
+
+    def per_group_partition(**settings: Any) -> dict[str, int]:
+        collector = KafkaCollector(KafkaClusterConfig(name="k", bootstrap_servers="127.0.0.1:1", **settings))
+        monkeypatch.setattr(collector.reader, "read", read)
+        monkeypatch.setattr(collector.messages, "read", messages)
+        families = collector.collect().families
+        collector.close()
+        counts = {f.name: sum(1 for s in f.samples if "group" in s.labels and "partition" in s.labels) for f in families}
+        committed = [s.value for f in families for s in f.samples if s.name.endswith("_topic_committed_offset")]
+        assert committed == [8.0]  # the partitions the group committed in, summed
+        return {name: count for name, count in counts.items() if count}
+
+    assert per_group_partition() == {"cdcwatch_kafka_consumergroup_lag_messages": 3,
+                                     "cdcwatch_kafka_consumergroup_lag_seconds": 3}
+    assert per_group_partition(committed_offsets=True, status={"per_partition": True}) == {
+        "cdcwatch_kafka_consumergroup_lag_messages": 3, "cdcwatch_kafka_consumergroup_lag_seconds": 3,
+        "cdcwatch_kafka_consumergroup_committed_offset": 2, "cdcwatch_kafka_consumergroup_status_code": 3}

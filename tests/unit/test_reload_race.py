@@ -32,7 +32,8 @@ kafka:
     max_partitions: 1
     freshness: false
     timeout_seconds: 60
-    status: {window_samples: 3}
+    committed_offsets: true
+    status: {window_samples: 3, per_partition: true}
 """
 """Two partitions of one topic, the group commits in both: the first is reported, the second dropped and counted
 (cdcwatch_kafka_series_dropped_total grows by one a collection). A deadline far beyond the test's steps."""

@@ -20,7 +20,7 @@ Per server and stage, exactly one of `idle`, `flowing`, `backlogged`, `stalled` 
   they stand and no signal shows anything held. A deployment with neither Debezium's series nor Connect's has no
   publish stage.
 - `consume` (Kafka): moving while the groups' committed offsets rise on the server's change topics
-  (`server:cdcwatch_kafka_consumergroup_committed_offset:increase`); stalled when they do not while messages
+  (`server:cdcwatch_kafka_consumergroup_topic_committed_offset:increase`); stalled when they do not while messages
   wait; idle when every group is at the end offsets.
 - `apply` (Spark): moving while the job reads row changes (replayed duplicates included); stalled when it does
   not and its newest applied change or heartbeat (`server:cdcwatch_spark_newest_applied_age_seconds:min`) is
@@ -62,7 +62,7 @@ _HEARTBEAT = "cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds"
 _NEWEST = "cdcwatch_spark_newest_applied_change_timestamp_seconds"
 _CHANGES = "cdcwatch_spark_changes_total"
 _APPLY_LAG = "cdcwatch_spark_apply_lag_seconds"
-_COMMITTED = "cdcwatch_kafka_consumergroup_committed_offset"
+_COMMITTED = "cdcwatch_kafka_consumergroup_topic_committed_offset"
 _GROUP_LAG = "cdcwatch_kafka_consumergroup_topic_lag_messages"
 _GROUP_LAG_SECONDS = "cdcwatch_kafka_consumergroup_topic_lag_seconds"
 _KAFKA_NEWEST = "cdcwatch_kafka_newest_source_commit_timestamp_seconds"
@@ -79,7 +79,6 @@ _CONNECTOR_STATE = "cdcwatch_connect_connector_state"
 
 # --- examples: one pipeline, `inventory`, every input at a healthy pace unless a case says otherwise --------------
 _Q = f'{SPARK},server="inventory"'
-_PARTITION = TOPIC.replace(',server="inventory"', "") + ',partition="0"'
 _NO_SERVER_DBZ = DBZ.replace('server="inventory"', 'server=""')
 _NO_SERVER_TOPIC = TOPIC.replace('server="inventory"', 'server=""')
 _HEARTBEAT_TOPIC = TOPIC.replace('group="apply",', "").replace("inventory.public.items", "__debezium-heartbeat.inventory")
@@ -97,7 +96,7 @@ HEALTHY: dict[str, str] = {
     f'{_EVENTS}{{{DBZ},context="streaming"}}': "0+60x40",
     f'{_DBZ_LAG}{{{DBZ},context="streaming"}}': "1x40",
     f"{_UNCONFIRMED}{{{SLOT}}}": "0x40",
-    f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40",
+    f"{_COMMITTED}{{{TOPIC}}}": "0+60x40",
     f"{_GROUP_LAG}{{{TOPIC}}}": "5x40",
     f"{_GROUP_LAG_SECONDS}{{{TOPIC}}}": "1x40",
     f"{_CHANGES}{{{_Q}}}": "0+60x40",
@@ -137,7 +136,7 @@ def _inputs(**changes: str) -> dict[str, str]:
 
 _IDLE_SOURCE = dict(
     cdcwatch_debezium_events_seen_total="500x40", cdcwatch_debezium_lag_behind_source_seconds="120x40",
-    cdcwatch_kafka_consumergroup_committed_offset="1000x40", cdcwatch_kafka_consumergroup_topic_lag_messages="0x40",
+    cdcwatch_kafka_consumergroup_topic_committed_offset="1000x40", cdcwatch_kafka_consumergroup_topic_lag_messages="0x40",
     cdcwatch_kafka_consumergroup_topic_lag_seconds="0x40", cdcwatch_spark_changes_total="1000x40",
     cdcwatch_spark_apply_lag_seconds="300x40", cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
     cdcwatch_mysql_binlog_write_position_bytes="4096x40", cdcwatch_canary_target_timestamp_seconds="1000x40",
@@ -417,26 +416,23 @@ RECORDINGS = (
                     f"{_TOPIC_PARTITIONS}{{{_TOPIC_SERVER}}}": "1x40"},
                    labels={**_PIPELINE, "stage": "publish"}, value=2),
               pipeline=True, match=("server", "stage"), labels={"stage": "publish"}),
-    # consume: the committed offsets' rise on the server's change topics (the committed offsets have no server: the
-    # group-topic lag lends it), then the state
-    Recording("server:cdcwatch_kafka_consumergroup_committed_offset:increase", """
+    # consume: the committed offsets' rise on the server's change topics, then the state
+    Recording("server:cdcwatch_kafka_consumergroup_topic_committed_offset:increase", """
         sum by (server) (
-          increase(cdcwatch_kafka_consumergroup_committed_offset{%(cdcwatch)s, topic!~"__debezium-heartbeat.*"}[%(freshness_window)s])
-          * on (job, instance, target, group, topic) group_left (server)
-            (0 * cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"} + 1)
+          increase(cdcwatch_kafka_consumergroup_topic_committed_offset{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}[%(freshness_window)s])
         )
         """,
-              Case("60 offsets committed a minute", {f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40", f"{_GROUP_LAG}{{{TOPIC}}}": "5x40"},
+              Case("60 offsets committed a minute", {f"{_COMMITTED}{{{TOPIC}}}": "0+60x40", f"{_GROUP_LAG}{{{TOPIC}}}": "5x40"},
                    labels=_PIPELINE, value=300),
               pipeline=True,
               more=(Case("a heartbeat topic's offsets only: no change consumed",
-                         {f'{_COMMITTED}{{{_HEARTBEAT_PARTITION},group="apply"}}': "0+60x40",
+                         {f'{_COMMITTED}{{{_HEARTBEAT_TOPIC},group="apply"}}': "0+60x40",
                           f'{_GROUP_LAG}{{{_HEARTBEAT_TOPIC},group="apply"}}': "5x40"}),)),
     Recording("server_stage:cdcwatch_freshness:code", """
         (
           sum by (server) (cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}) > 0
           unless on (server)
-            server:cdcwatch_kafka_consumergroup_committed_offset:increase > 0
+            server:cdcwatch_kafka_consumergroup_topic_committed_offset:increase > 0
         ) * 0 + 4
         or
         (
@@ -444,11 +440,11 @@ RECORDINGS = (
           and on (server)
             max by (server) (cdcwatch_kafka_consumergroup_topic_lag_seconds{%(cdcwatch)s, server!="", topic!~"__debezium-heartbeat.*"}) > %(kafka_lag_seconds)s
           and on (server)
-            server:cdcwatch_kafka_consumergroup_committed_offset:increase > 0
+            server:cdcwatch_kafka_consumergroup_topic_committed_offset:increase > 0
         ) * 0 + 3
         or
         (
-          server:cdcwatch_kafka_consumergroup_committed_offset:increase > 0
+          server:cdcwatch_kafka_consumergroup_topic_committed_offset:increase > 0
         ) * 0 + 2
         or
         (
@@ -456,12 +452,12 @@ RECORDINGS = (
         ) * 0 + 1
         """,
               Case("consume flowing (only Kafka's series)",
-                   {f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40", f"{_GROUP_LAG}{{{TOPIC}}}": "5x40",
+                   {f"{_COMMITTED}{{{TOPIC}}}": "0+60x40", f"{_GROUP_LAG}{{{TOPIC}}}": "5x40",
                     f"{_GROUP_LAG_SECONDS}{{{TOPIC}}}": "1x40"},
                    labels={**_PIPELINE, "stage": "consume"}, value=2),
               pipeline=True, match=("server", "stage"), labels={"stage": "consume"},
               more=(Case("a group whose topic has no server: no state",
-                         {f"{_COMMITTED}{{{_PARTITION}}}": "0+60x40",
+                         {f"{_COMMITTED}{{{_NO_SERVER_TOPIC}}}": "0+60x40",
                           f"{_GROUP_LAG}{{{_NO_SERVER_TOPIC}}}": "5x40"}),)),
     # apply: the age of the newest change or heartbeat applied (remembered for `durations.memory`), then the state
     Recording("server:cdcwatch_spark_newest_applied_age_seconds:min", """
@@ -587,7 +583,7 @@ RECORDINGS = (
                   _state("consume flowing", "consume", "flowing"),
                   _state("consume idle: the group is at the end offsets, nothing new", "consume", "idle", **_IDLE_SOURCE),
                   _state("consume stalled: the committed offsets stand while messages wait", "consume", "stalled",
-                         cdcwatch_kafka_consumergroup_committed_offset="1000x40",
+                         cdcwatch_kafka_consumergroup_topic_committed_offset="1000x40",
                          cdcwatch_kafka_consumergroup_topic_lag_messages="0+100x40"),
                   _state("consume backlogged: committing, 10 minutes behind and more each minute", "consume", "backlogged",
                          cdcwatch_kafka_consumergroup_topic_lag_messages="0+100x40",
@@ -646,7 +642,7 @@ ALERTS = (
         "has changes for it, and no recent heartbeat shows it idle. It is the first stalled stage from the source: "
         "the stages after it wait for it.",
         fires=Case("the group's committed offsets stand while messages wait",
-                   _inputs(cdcwatch_kafka_consumergroup_committed_offset="1000x40",
+                   _inputs(cdcwatch_kafka_consumergroup_topic_committed_offset="1000x40",
                            cdcwatch_kafka_consumergroup_topic_lag_messages="0+100x40"),
                    labels={"server": "inventory", "stage": "consume", "state": "stalled"}, value=1, needs=_NEEDS["consume"]),
         quiet=Case("changes flowing through every stage", _inputs()),
@@ -662,7 +658,7 @@ ALERTS = (
               Case("a paused connector: Debezium still reads into its queue, the topics stand, the apply job waits "
                    "(its newest change and heartbeat ageing); one alert, for the hand-off, not for apply",
                    _inputs(cdcwatch_connect_connector_state="1x40", cdcwatch_kafka_log_end_offset="1000x40",
-                           cdcwatch_kafka_consumergroup_committed_offset="1000x40",
+                           cdcwatch_kafka_consumergroup_topic_committed_offset="1000x40",
                            cdcwatch_kafka_consumergroup_topic_lag_messages="0x40", cdcwatch_spark_changes_total="1000x40",
                            cdcwatch_spark_newest_applied_change_timestamp_seconds="0x40",
                            cdcwatch_spark_newest_applied_heartbeat_timestamp_seconds="0x40"),

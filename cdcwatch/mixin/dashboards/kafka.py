@@ -26,7 +26,7 @@ KAFKA = DashboardSpec(
                       (Query('sum by (group, topic) (cdcwatch_kafka_consumergroup_topic_lag_messages{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic"})',
                              "{{group}} {{topic}}"),)),
             PanelSpec("Status", "Burrow-style status of each group on each topic over the sliding window.", "none",
-                      (Query('max by (group, topic) (cdcwatch_kafka_consumergroup_status_code{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic"})', "{{group}} {{topic}}"),),
+                      (Query('max by (group, topic) (cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic", status="OK"} * 0 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic", status="WARN"} * 1 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic", status="STALL"} * 2 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic", status="STOP"} * 3 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, target=~"$cluster", group=~"$group", topic=~"$topic", status="REWIND"} * 4)', "{{group}} {{topic}}"),),
                       kind="state", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerRewound")),
         )),
         ("Lag over partitions", (

@@ -329,6 +329,8 @@ FRESHNESS = (Mapping(1, "idle", "blue"), Mapping(2, "flowing", "green"), Mapping
 """The codes of `server_stage:cdcwatch_freshness:code`."""
 STATUS = (Mapping(0, "OK", "green"), Mapping(1, "WARN", "orange"), Mapping(2, "STALL", "red"), Mapping(3, "STOP", "red"),
           Mapping(4, "REWIND", "orange"))
+"""The codes of a consumer group's status; the boards read them off the per-topic state set (each state's series
+times its code: only the current state's counts)."""
 
 
 CONNECT_STATES = (Mapping(1, "RUNNING", "green"), Mapping(2, "RESTARTING", "orange"), Mapping(3, "PAUSED", "orange"),

@@ -56,8 +56,8 @@ OVERVIEW = DashboardSpec(
                       "(not during a snapshot).", "none",
                       (Query('max by (server) (cdcwatch_debezium_connected{%(cdcwatch_board)s, context="streaming", server=~"$server"})', "{{server}}"),),
                       kind="state", mappings=CONNECTED, alerts=("CdcDebeziumConnectorDisconnected",)),
-            PanelSpec("Worst consumer status", "The worst status of any consumer group on any topic partition.", "none",
-                      (Query("max(cdcwatch_kafka_consumergroup_status_code{%(cdcwatch_board)s}) or vector(0)", "groups"),),
+            PanelSpec("Worst consumer status", "The worst status of any consumer group on any topic.", "none",
+                      (Query('max(cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, status="OK"} * 0 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, status="WARN"} * 1 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, status="STALL"} * 2 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, status="STOP"} * 3 or cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch_board)s, status="REWIND"} * 4) or vector(0)', "groups"),),
                       kind="state", mappings=STATUS, alerts=("CdcKafkaConsumerNotProgressing",)),
             PanelSpec("Shortest runway before loss", "Time left before data a pipeline still needs is deleted: WAL a "
                       "replication slot holds, the binlog a MySQL connector reads, Kafka messages a group has not "
