@@ -185,12 +185,31 @@ def _signal_apply(signum: int) -> Callable[[Any], None]:
     return send
 
 
+_DEBEZIUM_CONNECTED = f'cdcwatch_debezium_connected{{server="{SERVER}", context="streaming"}} == 1'
+_SOURCE_DOWN = 'cdcwatch_up{collector="postgres", target="source"} == 0'
+
+
 def _stop_source(stack: Any) -> float:
     """Stop the source; the fault starts when the shutdown does (the server refuses new connections from then on),
-    not when `pg_ctl stop` returns: that waits for the walsenders to send what is left, seconds on a loaded machine."""
+    not when `pg_ctl stop` returns: that waits for the walsenders to send what is left, seconds on a loaded machine.
+    Returns once Prometheus saw Debezium's beans stop saying connected, for `_disconnect_late_seconds` to measure."""
+    from devstack.procs import wait_for
+
     started = time.time()
     stack.source.stop()
+    wait_for(lambda: _query(stack.prometheus.url, f"max({_DEBEZIUM_CONNECTED})") is None, 120,
+             "Debezium's beans to stop saying connected", interval=0.5)
     return started
+
+
+def _disconnect_late_seconds(prometheus: str) -> float:
+    """Beyond cdcwatch's first failed scrape of the source, the unreachable source's alert holds once Debezium's beans
+    stop saying connected: the connector notices the lost connection, and its task restarts, seconds later. That
+    delay as Prometheus saw it (from the source's first `up 0` to the first scrape after the last `connected 1`)."""
+    interval = float(SCRAPE_INTERVAL.rstrip("s"))
+    down = _query(prometheus, f"min_over_time(timestamp({_SOURCE_DOWN})[2m:1s])")
+    connected = _query(prometheus, f"max_over_time(timestamp({_DEBEZIUM_CONNECTED})[2m:1s])")
+    return 0.0 if down is None or connected is None else max(connected + interval - down, 0.0)
 
 
 def _freeze_apply_after_a_commit(stack: Any) -> float:
@@ -643,12 +662,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "CdcConnectWorkerDown", {"target": "connect"},
              kill_connect_between_flushes, lambda stack: stack.connect.start(),
              covered=("CdcwatchTargetDown",)),
-    Scenario("source-down", "stop the source PostgreSQL, then start it again",
-             "CdcwatchTargetDown", {"collector": "postgres", "target": "source"},
-             _stop_source, lambda stack: stack.source.start(),
-             more_pages="the connector's task restarts while its source is down, and its vanished Debezium beans "
-                        "(`CdcDebeziumMetricsVanished`) page when that outlasts their `for`: no alert that names the "
-                        "source pages and inhibits them yet"),
+    Scenario("source-down", "stop the source PostgreSQL while the connector streams from it, then start it again: "
+             "one page (the unreachable source, naming it and its server), and the Debezium beans that vanish while "
+             "the connector's task restarts inhibited by it; cdcwatch's own `CdcwatchTargetDown` warning may come "
+             "first, from the scrape before Debezium's beans say the connection is lost",
+             "CdcPostgresSourceUnreachable", {"target": "source", "server": SERVER},
+             _stop_source, lambda stack: stack.source.start(), late_seconds=_disconnect_late_seconds,
+             covered=("CdcDebeziumMetricsVanished",)),
     Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT): its listener stops "
              "answering and its consumer group stops committing while changes keep arriving; one page (the stale "
              "target, naming the query), the group's stall inhibited by it",

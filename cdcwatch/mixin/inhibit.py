@@ -39,6 +39,7 @@ _DOWNSTREAM = ("CdcKafkaDataTooOld", "CdcSparkFreshnessTooOld", "CdcSparkApplyLa
 _CATCHING_UP = ("CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh", "CdcReconcileCannotConfirm")
 """The alerts of a pipeline behind a connector's outage and catching up with its backlog: its consumer group lags and
 commits in bursts, and reconciliation cannot confirm while the target is behind."""
+_SOURCE_DOWN = ("CdcPostgresSourceUnreachable", "CdcMysqlSourceUnreachable")
 _CONNECT_DOWN = ("CdcConnectTaskFailed", "CdcConnectConnectorFailed", "CdcConnectTaskNotRunning", "CdcConnectConnectorVanished")
 _SINK_DOWNSTREAM = ("CdcCanaryStale", "CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh", "CdcReconcileCannotConfirm")
 """What a stopped sink connector explains: its target's stale canary, its consumer group's stall and lag, and
@@ -61,6 +62,14 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("a Kafka Connect sink connector or task is FAILED, PAUSED or UNASSIGNED, or the sink vanished: the alerts of "
                "the target it applies its server's changes to (through the catch-up after it)", _CONNECT_DOWN,
                _SINK_DOWNSTREAM, ("server",), (("type", "=", "sink"),)),
+    Inhibition("a source database is unreachable: cdcwatch's failure to collect from it",
+               _SOURCE_DOWN, ("CdcwatchTargetDown",), ("job", "instance", "target")),
+    Inhibition("a source database is unreachable: the Debezium, downstream, consumer and reconciliation alerts of its "
+               "server (through the catch-up after it)", _SOURCE_DOWN,
+               _carrying(("server",), "CdcDebezium") + _DOWNSTREAM + _CATCHING_UP, ("server",)),
+    Inhibition("a source database is unreachable: the Debezium beans that vanish from the same exporter's JVMs while "
+               "its connectors' tasks restart (that alert names a JVM, not a server)", _SOURCE_DOWN,
+               ("CdcDebeziumMetricsVanished",), ("job", "instance")),
     Inhibition("a connector vanished from its worker: the worker JVM's Debezium beans, gone with it",
                ("CdcConnectConnectorVanished",), ("CdcDebeziumMetricsVanished",), ("job", "instance", "target")),
     Inhibition("a sink task sends records to its dead letter queue: the same task's skipped records (the same records, "

@@ -8,7 +8,7 @@ minutes), since a stopped connector is the one whose binlog ages."""
 
 # ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
 
-from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ_MYSQL, JVM
+from cdcwatch.mixin.alerts.examples import BINLOG_SOURCE, DBZ_MYSQL, EXPORTER, JVM
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
@@ -76,7 +76,34 @@ RECORDINGS = (
 
 _CAUGHT_UP = Case("the connector reads the binlog being written: nothing it needs can expire", _files("13x40"))
 
+_WRITTEN = f"cdcwatch_mysql_binlog_files{{{BINLOG_SOURCE}}}"
+_MARIA_UP = f'cdcwatch_up{{{EXPORTER},target="maria",collector="mysql"}}'
+
 ALERTS = (
+    Alert(
+        "CdcMysqlSourceUnreachable",
+        # the server the source's binlogs were read for in the last `durations.memory` (its series go with the
+        # database), while cdcwatch cannot reach it and no connector of that server streams
+        """
+        max by (job, instance, target, server) (last_over_time(cdcwatch_mysql_binlog_files{%(cdcwatch)s, server!=""}[%(memory)s])) * 0 + 1
+        and on (job, instance, target) cdcwatch_up{%(cdcwatch)s, collector="mysql"} == 0
+        unless on (server) cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming"} == 1
+        """,
+        "critical", "critical",
+        "The MySQL source of {{ $labels.server }} is unreachable",
+        "Neither cdcwatch nor the connector of {{ $labels.server }} has reached the MySQL or MariaDB source "
+        "{{ $labels.target }} for %(for)s: nothing of it is captured. cdcwatch's log and cdcwatch_target_failure_info "
+        "say why (refused, timeout, authentication); the connector resumes from its binlog position once the server "
+        "answers, if that binlog is still kept.",
+        fires=Case("the server stopped at 5 minutes, its connector disconnected",
+                   {_WRITTEN: "3x4 stale", _MARIA_UP: "1x4 0x36", f"cdcwatch_debezium_connected{{{DBZ_MYSQL}}}": "1x4 0x36"},
+                   labels=_SOURCE, value=1),
+        quiet=Case("the server answers", {_WRITTEN: "3x40", _MARIA_UP: "1x40", f"cdcwatch_debezium_connected{{{DBZ_MYSQL}}}": "1x40"}),
+        since="5m",
+        more=(Case("cdcwatch cannot reach it while its connector streams: cdcwatch's access (CdcwatchTargetDown warns)",
+                   {_WRITTEN: "3x4 stale", _MARIA_UP: "1x4 0x36", f"cdcwatch_debezium_connected{{{DBZ_MYSQL}}}": "1x40"}),),
+        through_recovery=True,
+    ),
     Alert(
         "CdcMysqlBinlogRunwayShort",
         "server:cdcwatch_mysql_binlog_runway_seconds:min < %(binlog_runway_warning_seconds)s",

@@ -3,7 +3,7 @@ slot's safe_wal_size lasts at the rate WAL is written (its runway)."""
 
 # ruff: noqa: E501 (each rule's PromQL is one literal block, its lines as long as in the rule file)
 
-from cdcwatch.mixin.alerts.examples import SLOT, SOURCE
+from cdcwatch.mixin.alerts.examples import DBZ, SLOT, SOURCE
 from cdcwatch.mixin.alerts.model import Alert, Case, Group, Recording, labels_of
 
 __all__ = ["GROUP"]
@@ -40,6 +40,36 @@ _KEEPING_UP = Case("a slot that keeps up with a write burst: 1 GB budget, 1000 s
                    _runway_series("1000000000x40", "16000000x40"))
 
 ALERTS = (
+    Alert(
+        "CdcPostgresSourceUnreachable",
+        # the servers its slots fed in the last `durations.memory` (the slots' series go with the database), while
+        # cdcwatch cannot reach it and no connector of theirs streams: the source is down, not cdcwatch's access to it
+        """
+        max by (job, instance, target, server) (last_over_time(cdcwatch_postgres_replication_slot_active{%(cdcwatch)s, server!=""}[%(memory)s])) * 0 + 1
+        and on (job, instance, target) cdcwatch_up{%(cdcwatch)s, collector="postgres"} == 0
+        unless on (server) cdcwatch_debezium_connected{%(cdcwatch)s, context="streaming"} == 1
+        """,
+        "critical", "critical",
+        "The PostgreSQL source of {{ $labels.server }} is unreachable",
+        "Neither cdcwatch nor the connector of {{ $labels.server }} has reached the PostgreSQL source "
+        "{{ $labels.target }} for %(for)s: nothing of it is captured. cdcwatch's log and cdcwatch_target_failure_info "
+        "say why (refused, timeout, authentication); the connector retries and resumes from its slot once the "
+        "database answers.",
+        fires=Case("the database stopped at 5 minutes, its connector's beans gone with the task's restart",
+                   {f"cdcwatch_postgres_replication_slot_active{{{_ACTIVE}}}": "1x4 stale",
+                    f'cdcwatch_up{{{SOURCE},collector="postgres"}}': "1x4 0x36",
+                    f'cdcwatch_debezium_connected{{{DBZ},context="streaming"}}': "1x4 stale"},
+                   labels={**labels_of(SOURCE), "server": "inventory"}, value=1),
+        quiet=Case("the database answers", {f"cdcwatch_postgres_replication_slot_active{{{_ACTIVE}}}": "1x40",
+                                            f'cdcwatch_up{{{SOURCE},collector="postgres"}}': "1x40",
+                                            f'cdcwatch_debezium_connected{{{DBZ},context="streaming"}}': "1x40"}),
+        since="5m",
+        more=(Case("cdcwatch cannot reach it while its connector streams: cdcwatch's access (CdcwatchTargetDown warns)",
+                   {f"cdcwatch_postgres_replication_slot_active{{{_ACTIVE}}}": "1x4 stale",
+                    f'cdcwatch_up{{{SOURCE},collector="postgres"}}': "1x4 0x36",
+                    f'cdcwatch_debezium_connected{{{DBZ},context="streaming"}}': "1x40"}),),
+        through_recovery=True,
+    ),
     Alert(
         "CdcPostgresSlotInactive",
         "last_over_time(cdcwatch_postgres_replication_slot_active{%(cdcwatch)s}[%(scrape_gap)s]) == 0",
