@@ -45,6 +45,9 @@ class PostgresServer:
                 )
         self._pg("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", f"-p {self.port}", "-w", "-t", "60", "start",
                  what=f"starting PostgreSQL on 127.0.0.1:{self.port} (log: {self.log})")
+        serving = self.sql("SHOW data_directory")
+        if Path(serving).resolve() != self.data.resolve():  # never a stack's statements in another's server
+            raise StackError(f"127.0.0.1:{self.port} is served by the PostgreSQL of {serving}, not of {self.data}")
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():

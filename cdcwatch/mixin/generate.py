@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from cdcwatch.mixin.chart_readme import chart_readme
 from cdcwatch.mixin.config import MixinConfig
 from cdcwatch.mixin.config_page import MIXIN_DOCS_PAGES
 from cdcwatch.mixin.inhibit import inhibit_yaml
@@ -53,6 +54,7 @@ def render_files(config: MixinConfig) -> Mapping[str, str]:
 
 
 CHART_DIR = Path("charts/cdcwatch")
+CHART_README_FILE = CHART_DIR / "README.md"
 
 
 def write_files(config: MixinConfig, root: Path) -> list[Path]:
@@ -68,6 +70,10 @@ def write_files(config: MixinConfig, root: Path) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
         written.append(path)
+    if chart and (root / CHART_DIR / "values.yaml").is_file():  # its README, from its Chart.yaml and values.yaml
+        readme = root / CHART_README_FILE
+        readme.write_text(chart_readme(root / CHART_DIR), encoding="utf-8")
+        written.append(readme)
     if (root / DOCS_DIR).is_dir():  # a repository: its generated reference pages too
         for relative, page in (DOCS_PAGES | MIXIN_DOCS_PAGES).items():
             path = root / relative

@@ -478,3 +478,20 @@ def test_the_community_charts_hooks_reach_the_pod_and_the_monitors() -> None:
         (Path(scratch) / "v.json").write_text(literal)
         done = helm("template", "pipeline", str(CHART), "-f", str(Path(scratch) / "v.json"))
     assert done.returncode != 0 and "no secret in extraEnv" in done.stderr, done.stderr
+
+
+def test_the_chart_readme_is_what_helm_shows_and_describes_every_value() -> None:
+    """`helm show readme` prints the README generated from Chart.yaml and values.yaml's comments: every top-level
+    value with what its comment says (none left undescribed) and its default; edited values regenerate it."""
+    from cdcwatch.mixin.chart_readme import chart_readme, value_descriptions
+
+    readme = (CHART / "README.md").read_text(encoding="utf-8")
+    assert readme == chart_readme(CHART), "charts/cdcwatch/README.md is stale: run `cdcwatch mixin generate`"
+    shown = helm("show", "readme", str(CHART))
+    assert shown.returncode == 0 and shown.stdout.strip() == readme.strip(), shown.stderr
+    values_text = (CHART / "values.yaml").read_text(encoding="utf-8")
+    described = value_descriptions(values_text)
+    assert list(described) == list(yaml.safe_load(values_text)), "a top-level value the README leaves out"
+    assert all(described.values()), [key for key, what in described.items() if not what]
+    for key, what in described.items():
+        assert f"| `{key}` | {what.replace('|', chr(92) + '|')} |" in readme, key
