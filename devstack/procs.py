@@ -153,13 +153,21 @@ def _reachable_by(path: Path, user: str) -> bool:
 
 
 def owned_dir(wanted: Path, user: str) -> Path:
-    """A directory `user` owns: `wanted`, or (as root, when `user` cannot reach it) one in /tmp."""
+    """A directory `user` owns: `wanted`, or (as root, when `user` cannot reach it) one in /tmp, named after `wanted`
+    and linked from it. The one in /tmp lives as long as the link: where `wanted` is new (a state directory removed
+    and made again, a test's temporary directory named as an earlier run's was), what /tmp holds under its name is an
+    earlier run's, and is removed, never served again (a database's old tables in a new run)."""
     if os.geteuid() != 0:
         wanted.mkdir(parents=True, exist_ok=True)
         return wanted
     if not _reachable_by(wanted.parent if not wanted.exists() else wanted, user):
         digest = hashlib.sha1(str(wanted).encode()).hexdigest()[:10]
-        wanted = Path(tempfile.gettempdir()) / f"cdcwatch-{user}-{digest}"
+        relocated = Path(tempfile.gettempdir()) / f"cdcwatch-{user}-{digest}"
+        if not wanted.exists() and not wanted.is_symlink():
+            shutil.rmtree(relocated, ignore_errors=True)
+            wanted.parent.mkdir(parents=True, exist_ok=True)
+            wanted.symlink_to(relocated, target_is_directory=True)
+        wanted = relocated
     wanted.mkdir(parents=True, exist_ok=True)
     os.chmod(wanted, 0o755)
     shutil.chown(wanted, user, user)
