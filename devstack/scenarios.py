@@ -668,7 +668,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "first, from the scrape before Debezium's beans say the connection is lost",
              "CdcPostgresSourceUnreachable", {"target": "source", "server": SERVER},
              _stop_source, lambda stack: stack.source.start(), late_seconds=_disconnect_late_seconds,
-             covered=("CdcDebeziumMetricsVanished",)),
+             more_pages="the vanished Debezium beans (`CdcDebeziumMetricsVanished`) can page before the source's page "
+                        "inhibits them: both wait their `for` from the scrape that finds the beans gone, and on a loaded "
+                        "machine the beans' alert can notify first"),
     Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT): its listener stops "
              "answering and its consumer group stops committing while changes keep arriving; one page (the stale "
              "target, naming the query), the group's stall inhibited by it",
