@@ -28,33 +28,11 @@ class StackError(RuntimeError):
     """A local component could not be started; the message says what to fix."""
 
 
-_HANDED_OUT = Path(tempfile.gettempdir()) / "cdcwatch-ports"
-"""A file per port `free_port` handed out, on this machine, by any process."""
-_HANDED_OUT_SECONDS = 6 * 3600
-"""How long a port stays handed out: longer than any stack runs."""
-
-
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now, and that no process on this machine was handed in the
-    last hours. A port is free only until its server binds it: two stacks starting side by side (the suite runs two
-    modules at once) could be handed the same port by the kernel, and then one stack's client reaches the other's
-    server. The port's file, created exclusively, hands each port to one caller."""
-    _HANDED_OUT.mkdir(exist_ok=True)
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        marker = _HANDED_OUT / str(port)
-        try:
-            if time.time() - marker.stat().st_mtime > _HANDED_OUT_SECONDS:
-                marker.unlink(missing_ok=True)
-        except FileNotFoundError:
-            pass
-        try:
-            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            continue
-        return port
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
