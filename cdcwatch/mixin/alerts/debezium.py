@@ -371,18 +371,28 @@ ALERTS = (
     ),
     Alert(
         "CdcDebeziumMetricsVanished",
-        "cdcwatch_debezium_mbeans{%(cdcwatch)s} == 0",
+        # not while the same exporter cannot reach a source database: the connectors' tasks restart then, their beans
+        # vanish, and the source's page (CdcPostgresSourceUnreachable, CdcMysqlSourceUnreachable) says why; its
+        # `up 0` comes a scrape before the beans go, so this alert never starts to count its `for` against that page
+        """
+        cdcwatch_debezium_mbeans{%(cdcwatch)s} == 0
+        unless on (job, instance) cdcwatch_up{%(cdcwatch)s, collector=~"postgres|mysql"} == 0
+        """,
         "critical", "critical",
         "Debezium beans vanished from {{ $labels.target }}",
         "The JVM of {{ $labels.target }} answers but registers no Debezium connector bean: the connector or its "
         "task stopped, or failed at start (see Kafka Connect's task state).",
         fires=Case("the beans are gone", {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3 3 3 0x200"},
                    labels=labels_of(JVM)),
-        quiet=Case("beans registered", {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3x40"}),
+        quiet=Case("beans registered", {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3x40",
+                                        f'cdcwatch_up{{{SOURCE},collector="postgres"}}': "1x40"}),
         since="3m",
         more=(Case("still gone two hours later: the alert holds",
                    {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3 3 3 0x200"}, at="150m",
-                   labels=labels_of(JVM)),),
+                   labels=labels_of(JVM)),
+              Case("gone while the exporter cannot reach a source database: the source's page says why",
+                   {f'cdcwatch_debezium_mbeans{{{JVM}}}': "3 3 3 0x200",
+                    f'cdcwatch_up{{{SOURCE},collector="postgres"}}': "1 1 0x200"})),
     ),
 )
 
