@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import types
 import typing
+from collections.abc import Sequence
 from typing import Any, Literal, Union
 
 import annotated_types
@@ -32,11 +33,12 @@ from pydantic.fields import FieldInfo
 
 from cdcwatch.collectors import COLLECTORS, Registry
 from cdcwatch.config import _TARGET_NAME, CLIENT_SECRETS, StrictModel
+from cdcwatch.mixin.alerts import ALERTS, Alert
 from cdcwatch.mixin.stages import stage_names
 from cdcwatch.validation import config_model
 
 __all__ = ["CLIENT_KEY_FILES", "CLIENT_SECRETS", "FIELD_CHECKS", "KEY_FILE_FIELDS", "MODEL_CHECKS",
-           "SECRETS_ROOT", "config_schema", "stages_schema", "validators", "values_schema"]
+           "SECRETS_ROOT", "config_schema", "rule_overrides_schema", "stages_schema", "validators", "values_schema"]
 
 PREFIX = "config."
 """The generated definitions' names (values_schema replaces every definition so named)."""
@@ -337,13 +339,46 @@ def stages_schema(registry: Registry = COLLECTORS) -> dict[str, Any]:
             "additionalProperties": False}
 
 
-def values_schema(base: dict[str, Any], registry: Registry = COLLECTORS) -> dict[str, Any]:
-    """The chart's values schema `base` (its own values, written by hand) with the generated parts replaced."""
+DURATION = r"^([0-9]+(ms|s|m|h|d|w|y))+$"
+"""A Prometheus duration, as a rule's `for` takes it."""
+SEVERITIES = ("critical", "warning", "info")
+CUSTOM_RULE = "prometheusRule.customRule"
+"""The definition of what `customRules` takes per alert (its `for`, `severity` and labels)."""
+
+
+def custom_rule_schema() -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "properties": {
+        "for": {"type": "string", "pattern": DURATION, "description": "a Prometheus duration, e.g. 10m"},
+        "severity": {"enum": list(SEVERITIES)},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+
+
+def rule_overrides_schema(alerts: Sequence[str]) -> dict[str, Any]:
+    """prometheusRule's overrides, in kube-prometheus-stack's words (`defaultRules.disabled`, `additionalRuleLabels`,
+    `customRules`): keyed by the generated alerts' names, so a misspelt name fails the install, naming it, instead of
+    overriding nothing."""
+    labels = {"type": "object", "additionalProperties": {"type": "string"}}
+    custom = {"$ref": f"#/definitions/{CUSTOM_RULE}"}
+    return {
+        "disabled": {"description": "alerts left out of the PrometheusRule, by name (e.g. CdcSparkDriverAbsent: true)",
+                     "type": "object", "properties": {name: {"type": "boolean"} for name in sorted(alerts)},
+                     "additionalProperties": False},
+        "additionalRuleLabels": {**labels, "description": "labels added to every alert (e.g. team: data)"},
+        "customRules": {"description": "per alert, by name: its `for`, its `severity` and labels added to it",
+                        "type": "object", "properties": {name: custom for name in sorted(alerts)},
+                        "additionalProperties": False},
+    }
+
+
+def values_schema(base: dict[str, Any], registry: Registry = COLLECTORS, alerts: Sequence[Alert] = ALERTS) -> dict[str, Any]:
+    """The chart's values schema `base` (its own values, written by hand) with the generated parts replaced: the
+    configuration, the stages and the rule overrides keyed by the names of `alerts`."""
     schema = copy.deepcopy(base)
     config, definitions = config_schema(registry)
     kept = {name: value for name, value in schema.get("definitions", {}).items() if not name.startswith(PREFIX)}
-    schema["definitions"] = kept | definitions
+    schema["definitions"] = kept | definitions | {CUSTOM_RULE: custom_rule_schema()}
     properties = schema.setdefault("properties", {})
     properties["config"] = config
     properties["stages"] = stages_schema(registry)
+    properties["prometheusRule"]["properties"].update(rule_overrides_schema([alert.name for alert in alerts]))
     return schema

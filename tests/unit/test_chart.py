@@ -386,8 +386,11 @@ PASSWORD = "hunter2-literal"
      "PG_PASS is set in plain text"),
     ({"config": {"kafka": [{"name": "k", "bootstrap_servers": "b:9092", "client": {"sasl.password": "${KP}"}}]},
       "extraEnv": [{"name": "KP", "value": PASSWORD}]}, "KP is set in plain text"),
+    ({"prometheusRule": {"disabled": {"CdcNoSuchAlert": True}}}, "'CdcNoSuchAlert' not allowed"),
+    ({"prometheusRule": {"customRules": {"CdcKafkaConsumerLagHigh": {"for": "30 minutes"}}}},
+     "/prometheusRule/customRules/CdcKafkaConsumerLagHigh/for"),
 ], ids=["postgres-password", "sasl-password", "jmx-password", "listen", "secret-key", "env-password", "interval",
-        "unknown-key", "unset-variable", "secret-from-env", "secret-from-extra-env"])
+        "unknown-key", "unset-variable", "secret-from-env", "secret-from-extra-env", "unknown-alert", "alert-for"])
 def test_bad_values_fail_naming_the_key(values: dict[str, Any], named: str, tmp_path: Path) -> None:
     (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
     for command in (["template", "cdcwatch", "--kube-version", KUBERNETES_VERSIONS[-1]], ["lint"]):

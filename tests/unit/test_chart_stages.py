@@ -6,6 +6,7 @@ chart deploys, so a part of the pipeline that is not there cannot page."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from cdcwatch.mixin.generate import _HEADER, rules_yaml
 from cdcwatch.mixin.inhibit import inhibit_yaml
 from cdcwatch.mixin.rules import promtool_tests
 from cdcwatch.mixin.stages import STAGES
+from tests.tools import tool
 from tests.unit.test_chart import CHART, EXAMPLES, of_kind, rendered
 from tests.unit.test_mixin import LITERAL_SHAPES, SHAPES, Outcome, RuleFile, _failures, _promtool_tests_run, _unproven
 
@@ -145,3 +147,51 @@ def test_a_cluster_without_spark_gets_no_spark_alert_and_no_spark_board(example:
 
 def test_values_yaml_lists_every_stage_at_auto() -> None:
     assert yaml.safe_load((CHART / "values.yaml").read_text())["stages"] == dict.fromkeys(STAGES, "auto")
+
+
+OVERRIDES = {"disabled": {"CdcSparkDriverAbsent": True}, "additionalRuleLabels": {"team": "data"},
+             "customRules": {"CdcPostgresSlotInactive": {"for": "45m", "severity": "critical", "labels": {"tier": "1"}}}}
+"""kube-prometheus-stack's overrides: an alert left out, a label on every alert, one alert's `for`, severity and
+labels."""
+SLOT_INACTIVE = 'cdcwatch_postgres_replication_slot_active{job="cdcwatch",instance="e:1",target="pg",slot="s",server="inventory"}'
+
+
+def overridden(rule: dict[str, Any]) -> dict[str, Any] | None:
+    """What OVERRIDES make of a generated rule (None: left out), said of each rule for the test."""
+    if "record" in rule:
+        return rule  # a recording rule keeps its labels: the alerts join on its series
+    if rule["alert"] == "CdcSparkDriverAbsent":
+        return None
+    rule = {**rule, "labels": {**rule["labels"], "team": "data"}}
+    if rule["alert"] == "CdcPostgresSlotInactive":
+        assert rule["for"] == "10m" and "for 10m" in rule["annotations"]["description"]
+        rule |= {"for": "45m", "labels": {**rule["labels"], "severity": "critical", "tier": "1"},
+                 "annotations": {**rule["annotations"],
+                                 "description": rule["annotations"]["description"].replace("for 10m", "for 45m")}}
+    return rule
+
+
+def test_rule_overrides_reach_only_their_alerts_and_prometheus_evaluates_them(tmp_path: Path) -> None:
+    stages = CHART_SHAPES["everything"]
+    spec = chart_rules(rendered(values(stages, prometheusRule=OVERRIDES)))
+    generated = yaml.safe_load(rules_yaml(mixin(stages)))
+    assert spec == {"groups": [{**group, "rules": [r for r in map(overridden, group["rules"]) if r is not None]}
+                               for group in generated["groups"]]}
+    (tmp_path / "rules.yml").write_text(yaml.safe_dump(spec))
+    checked = subprocess.run([tool("promtool"), "check", "rules", str(tmp_path / "rules.yml")], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # the slot without a consumer: not yet a page at 44 minutes, a page with the added labels at 46
+    alert = {"exp_labels": {"job": "cdcwatch", "instance": "e:1", "target": "pg", "slot": "s", "server": "inventory",
+                            "severity": "critical", "team": "data", "tier": "1"},
+             "exp_annotations": {
+                 "summary": "Replication slot s has no consumer",
+                 "description": "Nobody has read slot s (server inventory) for 45m; it keeps WAL on the database's disk "
+                                "until its connector comes back.",
+                 "runbook_url": "docs/runbook.md#cdcpostgresslotinactive",
+                 "dashboard_url": "/d/cdcwatch-overview?var-job=cdcwatch&var-instance=e:1&var-server=inventory"}}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump({"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": [{"series": SLOT_INACTIVE, "values": "0x60"}],
+        "alert_rule_test": [{"eval_time": "44m", "alertname": "CdcPostgresSlotInactive", "exp_alerts": []},
+                            {"eval_time": "46m", "alertname": "CdcPostgresSlotInactive", "exp_alerts": [alert]}]}]}))
+    tested = subprocess.run([tool("promtool"), "test", "rules", str(tmp_path / "test.yml")], capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout + tested.stderr

@@ -136,3 +136,49 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- range $spec.stages }}{{ if index $on . }}{{ $list = append $list . }}{{ end }}{{ end }}
 {{- join "," $list }}
 {{- end }}
+
+{{/* The rules text with prometheusRule's overrides, as kube-prometheus-stack's defaultRules takes them: the alerts
+     of `disabled` left out; `additionalRuleLabels` on every alert; per alert of `customRules`, its `for`, its
+     `severity` and its `labels`. Recording rules are left as they are (a label there would change the series the
+     alerts join on). Without an override the text is returned as generated. */}}
+{{- define "cdcwatch.ruleOverrides" -}}
+{{- $text := index . 0 }}{{- $values := index . 1 }}
+{{- $disabled := $values.disabled | default dict }}
+{{- $custom := $values.customRules | default dict }}
+{{- $extra := $values.additionalRuleLabels | default dict }}
+{{- if or $disabled $custom $extra }}
+{{- $groups := list }}
+{{- range (fromYaml $text).groups }}
+{{- $rules := list }}
+{{- range .rules }}
+{{- if not .alert }}
+{{- $rules = append $rules . }}
+{{- else if not (index $disabled .alert) }}
+{{- $rule := deepCopy . }}
+{{- $own := index $custom .alert | default dict }}
+{{- $labels := mergeOverwrite (deepCopy (.labels | default dict)) (deepCopy $extra) (deepCopy ($own.labels | default dict)) }}
+{{- with $own.severity }}{{ $_ := set $labels "severity" . }}{{ end }}
+{{- $_ := set $rule "labels" $labels }}
+{{- with (get $own "for") }}
+{{- $for := . }}
+{{- /* the annotations say the generated `for` ("for 10m"): they say the new one */}}
+{{- $said := printf "\\bfor %s\\b" (get $rule "for" | default "never") }}
+{{- $annotations := dict }}
+{{- range $key, $text := ($rule.annotations | default dict) }}
+{{- $_ := set $annotations $key (regexReplaceAll $said $text (printf "for %s" $for)) }}
+{{- end }}
+{{- $_ := set $rule "annotations" $annotations }}
+{{- $_ := set $rule "for" $for }}
+{{- end }}
+{{- $rules = append $rules $rule }}
+{{- end }}
+{{- end }}
+{{- if $rules }}
+{{- $groups = append $groups (set (deepCopy .) "rules" $rules) }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "groups" $groups) }}
+{{- else }}
+{{- $text }}
+{{- end }}
+{{- end }}
