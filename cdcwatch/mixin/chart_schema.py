@@ -375,7 +375,8 @@ def values_schema(base: dict[str, Any], registry: Registry = COLLECTORS, alerts:
     configuration, the stages and the rule overrides keyed by the names of `alerts`."""
     schema = copy.deepcopy(base)
     config, definitions = config_schema(registry)
-    kept = {name: value for name, value in schema.get("definitions", {}).items() if not name.startswith(PREFIX)}
+    kept = {name: value for name, value in schema.get("definitions", {}).items()
+            if not name.startswith(PREFIX) and name != CUSTOM_RULE}
     schema["definitions"] = kept | definitions | {CUSTOM_RULE: custom_rule_schema()}
     properties = schema.setdefault("properties", {})
     properties["config"] = config
