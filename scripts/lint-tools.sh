@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned tools the unit tests run into .cdcwatch/go/bin: on the generated mixin, pint (Prometheus
-# rules, github.com/cloudflare/pint) and Grafana's dashboard-linter; on the Helm chart (charts/cdcwatch), helm.
+# rules, github.com/cloudflare/pint) and Grafana's dashboard-linter; on the Helm chart (charts/cdcwatch), helm; for the
+# release's round trip (scripts/release.sh against a local registry), go-containerregistry's registry and oras.
 # Installs only what is missing or pinned differently: a second run downloads nothing.
 #
 # `go install MODULE@VERSION` comes first. A Go module proxy that serves the pinned versions but not
@@ -17,6 +18,8 @@ TOOLS=(
   "pint github.com/cloudflare/pint v0.86.0 ./cmd/pint h1:54htp0CAXcS3G56LP03A0D9Kjftj4GnCIl5hF4G2SLs="
   "dashboard-linter github.com/grafana/dashboard-linter v0.0.0-20241224134444-1765d94aec4a . h1:wpyAYX8+Rqu0LIEE7zXBR/qjBH4t0yXvqlRGa1wD5rg="
   "helm helm.sh/helm/v3 v3.22.0 ./cmd/helm h1:n1if5iQgHYsujPAcO5oonH/KiSNUmqmUF0iGVjSF3AU="
+  "registry github.com/google/go-containerregistry v0.22.1 ./cmd/registry h1:RZuuSYhTvlDvtsK+NkutoCZ//C0X2ebLK8X8l3ULs84="
+  "oras oras.land/oras v1.3.6 ./cmd/oras h1:Lhsfr2tQLjsu/+CJZp6vYatwKT+62fbIUTlp4lUrfOA="
 )
 
 install() {

@@ -73,8 +73,14 @@ def chart_readme(chart_dir: Path) -> str:
         "    - name: main",
         "      bootstrap_servers: kafka-bootstrap:9092",
         "EOF",
-        "helm install cdcwatch ./cdcwatch -f values.yaml   # or the packaged chart: cdcwatch-<version>.tgz",
+        f"helm install cdcwatch oci://ghcr.io/cdcwatch/charts/cdcwatch --version {chart['version']} -f values.yaml",
         "```",
+        "",
+        "The chart runs the published image, `ghcr.io/cdcwatch/cdcwatch:<appVersion>`. From a checkout before a release, "
+        "build the image (`scripts/build-image.sh`), push it to a registry your cluster pulls from, and install "
+        "`./cdcwatch` with `--set image.repository=<that registry>/cdcwatch`. Then label the ServiceMonitor and the "
+        "PrometheusRule for your Prometheus (`serviceMonitor.labels`, `prometheusRule.labels`: kube-prometheus-stack "
+        "selects `release: <its release>`) and merge the inhibitions ConfigMap into Alertmanager.",
         "",
         "`helm lint`, `helm template` and `helm install` check every value against values.schema.json, which is "
         "generated from cdcwatch's own configuration rules: a key or a value cdcwatch would refuse is refused here, "

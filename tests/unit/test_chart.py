@@ -128,7 +128,7 @@ def test_chart_versions_follow_cdcwatch_and_the_validated_kubernetes_range() -> 
     assert chart["kubeVersion"] == f">={KUBERNETES_VERSIONS[0]}-0"
     older = helm("template", "cdcwatch", str(CHART), "--kube-version", "1.28.15")
     assert older.returncode != 0 and "kubeVersion" in older.stderr
-    assert container(rendered(MINIMAL))["image"] == f"cdcwatch:{__version__}"
+    assert container(rendered(MINIMAL))["image"] == f"ghcr.io/cdcwatch/cdcwatch:{__version__}"
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
