@@ -213,7 +213,7 @@ def config_page() -> str:
     example = yaml.safe_dump(example_config(reference), sort_keys=False, default_flow_style=False)
     return (
         "# Configuration reference\n\n"
-        "`cdcwatch serve` and `cdcwatch check` read one YAML file (`--config`). Every key, its type, its default and "
+        "`cdcwatch serve` and `cdcwatch check` read one YAML file (`--config.file`). Every key, its type, its default and "
         "what it means, generated (`cdcwatch docs config`) from the models the configuration is validated with. "
         "A key marked `[]` holds a list of mappings; `x.y` is key `y` inside the mapping of key `x`. Secrets are "
         "read from the environment: write `${VARIABLE}`, never the secret itself (`serve` and `check` warn, naming the "
