@@ -27,6 +27,7 @@ from devstack.demo_settings import (
     COMMIT_GROUP,
     CONNECTOR,
     MIXINS,
+    QUIET_EVALUATIONS,
     RECONCILE_CONFIRM_RECHECKS,
     RECONCILE_PAIR,
     RECONCILE_SETTLE_SECONDS,
@@ -396,6 +397,71 @@ def check_schema_change(stack: Any) -> dict[str, Any]:
             "seconds": round(time.monotonic() - started, 1)}
 
 
+def _restart_exporter(stack: Any) -> float:
+    """Stop `cdcwatch serve` and start it again, as a rollout or a rescheduled pod does."""
+    stack.scenario_baseline = {"injected": time.time(), "pid": float(stack.serve.process.pid)}
+    stack.serve.stop()
+    stack.serve.start()
+    return stack.scenario_baseline["injected"]
+
+
+def _fail_a_scrape(stack: Any) -> float:
+    """Freeze `cdcwatch serve` (SIGSTOP) past a scrape's timeout, then let it go on: Prometheus' scrape in between
+    fails (`up` 0, and every series of the exporter marked stale) and the next one succeeds."""
+    stack.scenario_baseline = {"injected": time.time()}
+    interval = float(SCRAPE_INTERVAL.rstrip("s"))
+    os.kill(stack.serve.process.pid, signal.SIGSTOP)
+    try:
+        # a scrape starts within one interval and times out after another (the demo's timeout is its interval)
+        _await_failed_scrape(stack, timeout=4 * interval)
+    finally:
+        os.kill(stack.serve.process.pid, signal.SIGCONT)
+    return stack.scenario_baseline["injected"]
+
+
+def _await_failed_scrape(stack: Any, timeout: float) -> None:
+    from devstack.procs import wait_for
+
+    def failed() -> bool:
+        window = int(time.time() - stack.scenario_baseline["injected"]) + 1
+        return _query(stack.prometheus.url, f'min_over_time(up{{job="cdcwatch"}}[{window}s])') == 0.0
+    wait_for(failed, timeout, "a failed scrape of the frozen exporter", interval=0.2)
+
+
+def check_no_new_page(stack: Any) -> dict[str, Any]:
+    """After a fault of the exporter alone (a restart, a failed scrape), no critical alert that was not already
+    active goes pending or fires, through the exporter's return and QUIET_EVALUATIONS evaluations after it. Pending
+    counts: the same gap in a longer restart (a pod rescheduled for minutes) would hold it past its `for` and page
+    for a pipeline that never stopped."""
+    from cdcwatch.promapi import PrometheusApi
+    from devstack.procs import wait_for
+
+    injected = stack.scenario_baseline["injected"]
+    interval = float(SCRAPE_INTERVAL.rstrip("s"))
+    api = PrometheusApi(stack.prometheus.url, timeout=10)
+
+    def since(moment: float) -> int:
+        return int(time.time() - moment) + 1
+    # the exporter is scraped again, then the quiet window's evaluations pass
+    back = wait_for(lambda: _query(stack.prometheus.url, 'up{job="cdcwatch"}') == 1.0 and time.time(), 120,
+                    "the exporter scraped again", interval=0.5)
+    wait_for(lambda: (_query(stack.prometheus.url, f'count_over_time(up{{job="cdcwatch"}}[{since(back)}s])') or 0)
+             > QUIET_EVALUATIONS, 60 + QUIET_EVALUATIONS * interval * 4, "the quiet window's scrapes", interval=0.5)
+    before = {a["metric"]["alertname"] for a in api.get("/api/v1/query", query='ALERTS{severity="critical"}',
+                                                        time=f"{injected - interval:.3f}")["result"]}
+    during = {a["metric"]["alertname"] for a in api.query(f'max_over_time(ALERTS{{severity="critical"}}[{since(injected)}s])')}
+    assert not during - before, f"critical alerts pending or firing after the fault: {sorted(during - before)}"
+    missed = _query(stack.prometheus.url, f'count_over_time(up{{job="cdcwatch"}}[{since(injected)}s]) - '
+                                          f'sum_over_time(up{{job="cdcwatch"}}[{since(injected)}s])') or 0.0
+    restarted = "pid" in stack.scenario_baseline
+    if restarted:
+        assert stack.serve.process.pid != stack.scenario_baseline["pid"], "the exporter was not restarted"
+    else:
+        assert missed >= 1, "no scrape failed"
+    return {"failed_scrapes": missed, "exporter_restarted": restarted, "critical_alerts_already_active": sorted(before),
+            "seconds_until_scraped_again": round(back - injected, 1)}
+
+
 def _drop_column(stack: Any) -> None:
     stack.source.sql(f"ALTER TABLE customers DROP COLUMN IF EXISTS {_COLUMN}")
 
@@ -661,7 +727,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "since its last offset flush are re-delivered and counted as duplicates",
              "CdcConnectWorkerDown", {"target": "connect"},
              kill_connect_between_flushes, lambda stack: stack.connect.start(),
-             covered=("CdcwatchTargetDown",)),
+             covered=("CdcwatchTargetDown", "CdcSparkFreshnessTooOld", "CdcPipelineStalled")),
     Scenario("source-down", "stop the source PostgreSQL while the connector streams from it, then start it again: "
              "one page (the unreachable source, naming it and its server); the Debezium beans that vanish while "
              "the connector's task restarts do not page (their alert leaves out an exporter that cannot reach a "
@@ -719,6 +785,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),
+    Scenario("exporter-restart", "stop cdcwatch serve and start it again, as a rollout does: the pipeline never "
+             "stopped, so no critical alert goes pending or fires", None, {}, _restart_exporter, lambda stack: None,
+             check=check_no_new_page),
+    Scenario("scrape-failed", "freeze cdcwatch serve past a scrape's timeout, then let it go on: one scrape fails "
+             "(up 0, every series of the exporter stale for a moment); no critical alert goes pending or fires",
+             None, {}, _fail_a_scrape, lambda stack: None, check=check_no_new_page),
     # the JDBC-sink shape (scripts/demo --sink jdbc)
     Scenario("sink-failed", "a CHECK constraint in the target rejects a row the source writes: the JDBC sink's task "
              "fails (it tolerates no write error) while the connector keeps delivering; the constraint dropped and the "
@@ -747,9 +819,11 @@ def fault_matrix() -> list[str]:
     test_demo.py` and `test_demo_jdbc.py` check on every run, notification by notification."""
     lines = ["| fault | demo shape | pages | kept from paging |", "|---|---|---|---|"]
     for scenario in SCENARIOS.values():
-        if scenario.check is not None:
+        if scenario.check is check_no_new_page:
+            pages = "nothing: no critical alert even goes pending"
+        elif scenario.check is not None:
             continue
-        if scenario.alert is None:
+        elif scenario.alert is None:
             pages = "nothing (ridden out)"
         elif scenario.pages:
             pages = f"`{scenario.alert}`"

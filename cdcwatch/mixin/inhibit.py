@@ -56,6 +56,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("a Kafka Connect worker does not answer: the alerts on its series",
                ("CdcConnectWorkerDown",), _carrying(("job", "instance", "target"), but=("CdcConnectWorkerDown",)),
                ("job", "instance", "target")),
+    Inhibition("a Kafka Connect worker does not answer: the downstream, consumer and reconciliation alerts of the servers "
+               "its connectors fed (through the catch-up after it)", ("CdcConnectWorkerDown",),
+               _DOWNSTREAM + _CATCHING_UP, ("server",)),
     Inhibition("a Kafka Connect source connector or task is FAILED, PAUSED or UNASSIGNED, or the connector vanished: the "
                "Debezium, downstream, consumer and reconciliation alerts of its server (through the catch-up after it)", _CONNECT_DOWN,
                _carrying(("server",), "CdcDebezium") + _DOWNSTREAM + _CATCHING_UP, ("server",), (("type", "!=", "sink"),)),

@@ -117,7 +117,7 @@ def dashboard_url(alert: Alert, config: MixinConfig) -> str:
     stage, uid, variables = _BOARDS.get(_GROUP_OF[alert.name], ("", "cdcwatch-overview", {"server": "server"}))
     if stage and stage not in config.stages.enabled():
         uid, variables = "cdcwatch-overview", {"server": "server"}
-    labels = set(alert.fires.labels or {})
+    labels = set(alert.firing(frozenset(config.stages.enabled())).fires.labels or {})  # as it fires in these stages
     pairs = [(v, label) for v, label in {"job": "job", "instance": "instance", **variables}.items() if label in labels]
     query = "&".join(f"var-{v}={{{{ $labels.{label} }}}}" for v, label in pairs)
     return f"{config.grafana_url}/d/{uid}" + (f"?{query}" if query else "")

@@ -137,7 +137,12 @@ def _cases(inhibition: Inhibition) -> dict[str, tuple[dict[str, str], bool]]:
     matched = {label: value for label, op, value in inhibition.source_labels if op == "="}
     cases = {}
     for name in inhibition.targets:
-        variants = [(name, {}, {}, True)] + [(f"{name} other {k}", {k: f"not {name}"}, {}, False) for k in inhibition.equal]
+        # a pair differing in one `equal` label: not inhibited by this rule, only by another of the same source
+        # that does not compare that label (a dead worker: its series by target, its pipelines by server)
+        variants = [(name, {}, {}, True)] + [(f"{name} other {k}", {k: f"not {name}"}, {}, any(
+            inhibition.sources[0] in other.sources and name in other.targets and k not in other.equal
+            and _meets(_firing(inhibition.sources[0], ""), other.source_labels)
+            for other in INHIBITIONS if other != inhibition)) for k in inhibition.equal]
         for label, op, value in inhibition.source_labels:  # inhibited only by another rule the source meets
             unmet = {label: value if op == "!=" else f"not {value}"}
             source = _firing(inhibition.sources[0], "", **{**matched, **unmet})

@@ -34,27 +34,55 @@ _FAILURES = ("{{ range printf `max by (failure) (cdcwatch_target_failure_info{jo
 """How the worker's collections fail now, as " (refused)": one per kind of failure."""
 
 
+_WORKER_WITHOUT_CONNECTOR = Case(
+    "a worker with no connector seen dies at 5 minutes (its REST API and JMX unreachable): a page 2 minutes later",
+    {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40",
+     f'cdcwatch_target_failure_info{{{_WORKER},failure="refused"}}': "_x4 1x40",
+     f'cdcwatch_target_failure_info{{{_WORKER_JVM},failure="refused"}}': "_x4 1x40"},
+    labels=labels_of(EXPORTER, 'target="connect"'), queried={"failure": ("refused",)}, since="5m")
+
+
 ALERTS = (
     Alert(
         "CdcConnectWorkerDown",
         # how the collection fails (refused, timeout, ...) can change within one outage, as when the worker's port
-        # opens before its REST API answers: it is named in the description, not a label, so the alert stays one
-        'min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"}) == 0',
+        # opens before its REST API answers: it is named in the description, not a label, so the alert stays one.
+        # One series per server the worker's connectors fed within `durations.memory` (one without, for a worker
+        # without a known connector), all in one notification: the inhibitions reach the pipelines of those servers
+        # (their staleness and catch-up), and no other's
+        """
+        (
+          max by (job, instance, target, server) (last_over_time(cdcwatch_connect_connector_info{%(cdcwatch)s, server!=""}[%(memory)s])) * 0
+          or
+          (
+            max by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"}) * 0
+            unless on (job, instance, target) last_over_time(cdcwatch_connect_connector_info{%(cdcwatch)s, server!=""}[%(memory)s])
+          )
+        )
+        + on (job, instance, target) group_left ()
+        (min by (job, instance, target) (cdcwatch_up{%(cdcwatch)s, collector="connect"}) == 0)
+        """,
         "critical", "critical",
         "Kafka Connect worker {{ $labels.target }} does not answer",
         "cdcwatch has not reached {{ $labels.target }} for %(for)s" + _FAILURES + ": the "
         "worker (or its JVM) is down or hangs, so none of its connectors captures anything and their series are "
         "gone. cdcwatch's log names the address and what to check first.",
-        fires=Case("the worker dies at 5 minutes (its REST API and JMX unreachable): a page 2 minutes later",
+        fires=Case("the worker that ran the connector of inventory dies at 5 minutes (its REST API and JMX "
+                   "unreachable): a page 2 minutes later, naming that server for the inhibitions of its pipeline",
                    {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40",
                     f'cdcwatch_target_failure_info{{{_WORKER},failure="refused"}}': "_x4 1x40",
-                    f'cdcwatch_target_failure_info{{{_WORKER_JVM},failure="refused"}}': "_x4 1x40"},
-                   labels=labels_of(EXPORTER, 'target="connect"'), queried={"failure": ("refused",)}),
+                    f'cdcwatch_target_failure_info{{{_WORKER_JVM},failure="refused"}}': "_x4 1x40",
+                    f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x4 stale"},
+                   labels=labels_of(EXPORTER, 'target="connect"', 'server="inventory"'), queried={"failure": ("refused",)},
+                   needs=frozenset({"connect_rest"})),
         quiet=Case("the worker answers (a failure before, none now)",
                    {f"cdcwatch_up{{{_WORKER}}}": "0 1x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "0 1x40",
-                    f'cdcwatch_target_failure_info{{{_WORKER},failure="timeout"}}': "1 _x40"}),
+                    f'cdcwatch_target_failure_info{{{_WORKER},failure="timeout"}}': "1 _x40",
+                    f"cdcwatch_connect_connector_info{{{_INFO}}}": "1x40"}),
         since="5m",
-        more=(Case("the failure changes during the outage (refused while the worker is gone, then other while it starts "
+        fires_otherwise=(_WORKER_WITHOUT_CONNECTOR,),
+        more=(_WORKER_WITHOUT_CONNECTOR,
+              Case("the failure changes during the outage (refused while the worker is gone, then other while it starts "
                    "and its REST API does not answer yet): the same alert goes on firing",
                    {f"cdcwatch_up{{{_WORKER}}}": "1x4 0x40", f"cdcwatch_up{{{_WORKER_JVM}}}": "1x4 0x40",
                     f'cdcwatch_target_failure_info{{{_WORKER},failure="refused"}}': "_x4 1x4 stale",
