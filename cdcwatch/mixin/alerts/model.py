@@ -146,16 +146,9 @@ class Alert:
     fresh again, while the group's status window fills with commits; shorter than `durations.recovery`, so it ends
     before the outage alerts that inhibit it do."""
 
-    through_scrape_gaps: bool = False
-    """A decision that needs the exporter scraped throughout `durations.freshness_window` (a stage's state): not
-    started while it was not (a restart, a failed scrape: the expression leaves such a window out), and kept firing for
-    that window once made, so a gap in the exporter's scrapes neither starts the alert nor ends it."""
-
     def keep_firing_for(self, config: MixinConfig) -> str | None:
         if self.through_recovery:
             return config.durations.recovery
-        if self.through_scrape_gaps:
-            return config.durations.freshness_window
         return config.durations.catch_up if self.through_catch_up else None
 
     def __post_init__(self) -> None:
