@@ -405,8 +405,9 @@ def _fail_a_scrape(stack: Any) -> float:
     interval = float(SCRAPE_INTERVAL.rstrip("s"))
     os.kill(stack.serve.process.pid, signal.SIGSTOP)
     try:
-        # a scrape starts within one interval and times out after another (the demo's timeout is its interval)
-        _await_failed_scrape(stack, timeout=4 * interval)
+        # a scrape starts within one interval and times out after another (the demo's timeout is its interval); a
+        # loaded Prometheus may start it late
+        _await_failed_scrape(stack, timeout=10 * interval)
     finally:
         os.kill(stack.serve.process.pid, signal.SIGCONT)
     return stack.scenario_baseline["injected"]
