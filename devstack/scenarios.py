@@ -743,8 +743,11 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "CdcSparkFreshnessTooOld", {"query": "demo_apply"},
              _freeze_apply_after_a_commit, _signal_apply(signal.SIGCONT), late_seconds=_freshness_headroom,
              states=(("apply", "stalled"),),
-             covered=("CdcKafkaConsumerNotProgressing", "CdcSparkDriverAbsent"),
-             covered_firing=("CdcKafkaConsumerNotProgressing",)),
+             covered=("CdcSparkDriverAbsent",),
+             covered_firing=("CdcKafkaConsumerNotProgressing",),
+             more_pages="the group's stall (`CdcKafkaConsumerNotProgressing`) can page before the stale target's page "
+                        "inhibits it: the stall waits for its status window, the stale target for the freshness "
+                        "headroom left at the freeze, and a pipeline that was current when frozen leaves the most"),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
              settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS), states=(("apply", "backlogged"),),
