@@ -424,14 +424,17 @@ def _await_no_page(stack: Any) -> None:
              "no critical alert pending or firing before the fault", interval=1)
 
 
+def _failed_scrapes(stack: Any, since: float) -> float:
+    """How many of Prometheus' scrapes of the exporter failed since `since` (each an `up` of 0)."""
+    up = f'up{{job="cdcwatch"}}[{int(time.time() - since) + 1}s]'
+    return _query(stack.prometheus.url, f"count_over_time({up}) - sum_over_time({up})") or 0.0
+
+
 def _await_failed_scrape(stack: Any, timeout: float) -> None:
     from devstack.procs import wait_for
 
-    def failed() -> bool:
-        window = int(time.time() - stack.scenario_baseline["injected"]) + 1
-        up = f'up{{job="cdcwatch"}}[{window}s]'
-        return (_query(stack.prometheus.url, f"count_over_time({up}) - sum_over_time({up})") or 0.0) >= 1
-    wait_for(failed, timeout, "a failed scrape of the exporter", interval=0.2)
+    wait_for(lambda: _failed_scrapes(stack, stack.scenario_baseline["injected"]) >= 1, timeout,
+             "a failed scrape of the exporter", interval=0.2)
 
 
 def check_no_new_page(stack: Any) -> dict[str, Any]:
@@ -456,8 +459,7 @@ def check_no_new_page(stack: Any) -> dict[str, Any]:
                                                         time=f"{injected - interval:.3f}")["result"]}
     during = {a["metric"]["alertname"] for a in api.query(f'max_over_time(ALERTS{{severity="critical"}}[{since(injected)}s])')}
     assert not during - before, f"critical alerts pending or firing after the fault: {sorted(during - before)}"
-    missed = _query(stack.prometheus.url, f'count_over_time(up{{job="cdcwatch"}}[{since(injected)}s]) - '
-                                          f'sum_over_time(up{{job="cdcwatch"}}[{since(injected)}s])') or 0.0
+    missed = _failed_scrapes(stack, injected)
     assert missed >= 1, "no scrape failed"
     return {"failed_scrapes": missed, "critical_alerts_already_active": sorted(before),
             "seconds_until_scraped_again": round(back - injected, 1)}

@@ -344,26 +344,26 @@ DURATION = r"^([0-9]+(ms|s|m|h|d|w|y))+$"
 SEVERITIES = ("critical", "warning", "info")
 CUSTOM_RULE = "prometheusRule.customRule"
 """The definition of what `customRules` takes per alert (its `for`, `severity` and labels)."""
+_LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
 
 
 def custom_rule_schema() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "properties": {
         "for": {"type": "string", "pattern": DURATION, "description": "a Prometheus duration, e.g. 10m"},
         "severity": {"enum": list(SEVERITIES)},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+        "labels": _LABELS}}
 
 
 def rule_overrides_schema(alerts: Sequence[str]) -> dict[str, Any]:
     """prometheusRule's overrides, in kube-prometheus-stack's words (`defaultRules.disabled`, `additionalRuleLabels`,
     `customRules`): keyed by the generated alerts' names, so a misspelt name fails the install, naming it, instead of
     overriding nothing."""
-    labels = {"type": "object", "additionalProperties": {"type": "string"}}
     custom = {"$ref": f"#/definitions/{CUSTOM_RULE}"}
     return {
         "disabled": {"description": "alerts left out of the PrometheusRule, by name (e.g. CdcSparkDriverAbsent: true)",
                      "type": "object", "properties": {name: {"type": "boolean"} for name in sorted(alerts)},
                      "additionalProperties": False},
-        "additionalRuleLabels": {**labels, "description": "labels added to every alert (e.g. team: data)"},
+        "additionalRuleLabels": {**_LABELS, "description": "labels added to every alert (e.g. team: data)"},
         "customRules": {"description": "per alert, by name: its `for`, its `severity` and labels added to it",
                         "type": "object", "properties": {name: custom for name in sorted(alerts)},
                         "additionalProperties": False},
