@@ -10,6 +10,7 @@ from __future__ import annotations
 from cdcwatch.specs import MetricSpec, metric_specs
 
 __all__ = ["DEFAULT_METRICS_ADDRESS", "DEFAULT_METRICS_PORT", "PUSH_JOB", "SPARK_METRICS", "QUERY_STATE", "QUERY_FAILURE_INFO",
+           "QUERY_COMMIT_GROUP_INFO",
            "BATCHES_TOTAL", "INPUT_ROWS_TOTAL", "EVENTS_TOTAL", "CHANGES_TOTAL", "CHANGES_APPLIED_TOTAL", "DUPLICATES_TOTAL",
            "STALE_EVENTS_TOTAL", "MALFORMED_EVENTS_TOTAL", "LOST_OFFSETS_TOTAL", "INPUT_ROWS_PER_SECOND", "PROCESSED_ROWS_PER_SECOND",
            "APPLY_LAG_SECONDS", "NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS", "NEWEST_APPLIED_HEARTBEAT_TIMESTAMP_SECONDS",
@@ -37,6 +38,11 @@ QUERY_STATE = MetricSpec("cdcwatch_spark_query_state", "gauge", (
 QUERY_FAILURE_INFO = MetricSpec("cdcwatch_spark_query_failure_info", "gauge", (
     "1 for a failed query; `exception` is its exception class (a fixed set, else other)."),
     ("query", "exception"))
+QUERY_COMMIT_GROUP_INFO = MetricSpec("cdcwatch_spark_query_commit_group_info", "gauge", (
+    "1 for the Kafka consumer group the query's finished offsets are committed under for lag monitors"
+    " (`--commit-group`); the query's checkpoint holds its offsets, so that group's stall is the query's"
+    " staleness, which the freshness alert pages."),
+    ("query", "group"))
 BATCHES_TOTAL = MetricSpec("cdcwatch_spark_batches_total", "counter", "Micro-batches completed.", _QUERY)
 INPUT_ROWS_TOTAL = MetricSpec("cdcwatch_spark_input_rows_total", "counter", "Records read by the query's sources.", _QUERY)
 EVENTS_TOTAL = MetricSpec("cdcwatch_spark_events_total", "counter", (
@@ -105,6 +111,7 @@ CLOCK_SKEW_CHANGES_TOTAL = MetricSpec("cdcwatch_spark_clock_skew_changes_total",
 SPARK_METRICS = metric_specs(
     QUERY_STATE,
     QUERY_FAILURE_INFO,
+    QUERY_COMMIT_GROUP_INFO,
     BATCHES_TOTAL,
     INPUT_ROWS_TOTAL,
     EVENTS_TOTAL,

@@ -168,7 +168,7 @@ def run_apply(settings: ApplySettings) -> int:
         from spark_listeners.commit import OffsetCommitter
 
         spark.streams.addListener(OffsetCommitter(settings.bootstrap_servers, settings.commit_group,
-                                                  settings.query_name, settings.kafka_options))
+                                                  settings.query_name, settings.kafka_options, listener.metrics))
     query = build_query(spark, settings, listener)
     log.info("query %s running on %s; metrics on http://%s:%s/metrics", settings.query_name, settings.master,
              settings.metrics_address, settings.metrics_port)

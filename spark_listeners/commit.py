@@ -15,16 +15,22 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
+from spark_listeners.metrics import SparkMetrics
+
 __all__ = ["OffsetCommitter"]
 
 log = logging.getLogger("cdcwatch.apply")
 
 
 class OffsetCommitter(StreamingQueryListener):
-    """Commits the end offsets of every progress of query `query_name` under `group`."""
+    """Commits the end offsets of every progress of query `query_name` under `group`, and says so in `metrics`
+    (`cdcwatch_spark_query_commit_group_info`): the group's stall is then the query's staleness, paged once."""
 
-    def __init__(self, bootstrap_servers: str, group: str, query_name: str, client: dict[str, str] | None = None) -> None:
+    def __init__(self, bootstrap_servers: str, group: str, query_name: str, client: dict[str, str] | None = None,
+                 metrics: SparkMetrics | None = None) -> None:
         self.query_name = query_name
+        if metrics is not None:
+            metrics.commits_under(query_name, group)
         self.consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": group,
                                   "enable.auto.commit": False, **(client or {})})
 

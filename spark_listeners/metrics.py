@@ -58,6 +58,7 @@ from cdcwatch.spark import (
     NEWEST_APPLIED_CHANGE_TIMESTAMP_SECONDS,
     NEWEST_APPLIED_HEARTBEAT_TIMESTAMP_SECONDS,
     PROCESSED_ROWS_PER_SECOND,
+    QUERY_COMMIT_GROUP_INFO,
     QUERY_FAILURE_INFO,
     QUERY_STATE,
     SOURCE_OFFSETS_BEHIND_LATEST,
@@ -207,6 +208,7 @@ class QueryState:
     offsets_behind: dict[str, float] = field(default_factory=dict)  # topic -> records
     last_progress: float | None = None
     stages: dict[tuple[str, str], Histogram] = field(default_factory=dict)  # (stage, timestamp_type) -> histogram
+    commit_groups: set[str] = field(default_factory=set)
 
     def observe_duration(self, seconds: float) -> None:
         self.duration_count += 1
@@ -239,6 +241,12 @@ class SparkMetrics:
     def started(self, name: str) -> None:
         state = self.query(name)
         state.state, state.exception = "active", None
+
+    def commits_under(self, name: str, group: str) -> None:
+        """Query `name`'s finished offsets are committed under consumer group `group` (for lag monitors)."""
+        state = self.query(name)
+        with self._lock:
+            state.commit_groups.add(group)
 
     def terminated(self, name: str, exception: str | None) -> None:
         state = self.query(name)
@@ -323,20 +331,22 @@ class SparkMetrics:
     def collect(self) -> Iterable[Metric]:
         now = self._clock()
         with self._lock:
-            queries = [(s, dict(s.apply_lag), dict(s.counts), dict(s.offsets_behind), list(s.duration_buckets),
+            queries = [(s, sorted(s.commit_groups), dict(s.apply_lag), dict(s.counts), dict(s.offsets_behind), list(s.duration_buckets),
                         [(key, Histogram(list(h.buckets), h.count, h.sum, h.negative)) for key, h in sorted(
                             s.stages.items(), key=lambda item: _STAGE_KEYS.index(item[0]))])
                        for s in self._queries.values()]
         builder = FamilyBuilder()
         for spec in SPARK_METRICS.values():  # every family, in declaration order, even without a sample
             builder.family_of(spec)
-        for state, lag, tables, behind, buckets, stages in queries:
+        for state, groups, lag, tables, behind, buckets, stages in queries:
             query = {"query": state.name}
             series = {**query, "server": state.server}
             for each in QUERY_STATES:
                 builder.add_spec(QUERY_STATE, float(each == state.state), query, state=each)
             if state.state == "failed":
                 builder.add_spec(QUERY_FAILURE_INFO, 1.0, query, exception=state.exception or "other")
+            for group in groups:
+                builder.add_spec(QUERY_COMMIT_GROUP_INFO, 1.0, query, group=group)
             builder.add_spec(BATCHES_TOTAL, state.batches, query)
             builder.add_spec(INPUT_ROWS_TOTAL, state.input_rows, query)
             for spec, value in ((EVENTS_TOTAL, state.events), (CHANGES_TOTAL, state.changes),

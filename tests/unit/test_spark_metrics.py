@@ -187,6 +187,15 @@ def test_failed_and_terminated_states() -> None:
     assert sample(metrics, "cdcwatch_spark_query_failure_info", query="b", exception="other") is None
 
 
+def test_the_group_a_query_commits_under_is_told_for_that_query_only() -> None:
+    metrics = SparkMetrics(Clock(0.0))
+    metrics.started("a")
+    metrics.started("b")
+    metrics.commits_under("a", "a-lag")
+    assert sample(metrics, "cdcwatch_spark_query_commit_group_info", query="a", group="a-lag") == 1
+    assert sample(metrics, "cdcwatch_spark_query_commit_group_info", query="b", group="a-lag") is None
+
+
 def test_exposition_passes_promtool() -> None:
     metrics = SparkMetrics(Clock(1000.0))
     metrics.progress("q", PROGRESS, OBSERVED)
@@ -332,6 +341,7 @@ def _every_family() -> SparkMetrics:
     """Two queries with a sample in every family: stages of both timestamp types, clock skew, a failure, offsets behind."""
     metrics = SparkMetrics(Clock(1001.0))
     metrics.started("q")
+    metrics.commits_under("q", "q-lag")
     read = {**OBSERVED, "changes": 5, "batch_time": 1000.1,
             **observed(stage("capture", "", [300.0, -0.5, 0.2, 0.3, 0.004]),
                        stage("produce", "create_time", [0.02, 0.03, -0.01]), stage("produce", "log_append_time", [0.1, 7.0]),

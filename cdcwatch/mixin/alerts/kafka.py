@@ -47,6 +47,30 @@ RECORDINGS = (
 
 # the newest change in Kafka is old, unless a heartbeat the apply job applied since shows the source idle (without
 # the apply job, Kafka's own reading alone)
+# a group on a change topic that stalls or stops, unless abandoned; a group a Spark query commits under for lag
+# monitors only (its listener says so) is that query's, whose staleness pages instead, also while its driver does not
+# answer (within `durations.memory`)
+_NOT_PROGRESSING, _NOT_PROGRESSING_SHAPED = with_stages(
+    """
+    (
+        cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server!="", status="STALL"} == 1
+      or
+        cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server!="", status="STOP"} == 1
+      unless on (job, instance, target, group, topic, server)
+        (
+          min_over_time(cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"}[%(abandoned)s]) == 1
+          and
+            cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"} offset %(abandoned)s == 1
+        )
+    )
+    """,
+    ("spark", """
+    unless on (group)
+      group by (group) (last_over_time(cdcwatch_spark_query_commit_group_info{%(spark)s}[%(memory)s]))
+    """))
+_COMMITS_UNDER_APPLY = {f'cdcwatch_spark_query_commit_group_info{{{SPARK},group="apply"}}': "1x40"}
+_COMMITS_UNDER_AUDIT = {f'cdcwatch_spark_query_commit_group_info{{{SPARK},group="audit"}}': "1x40"}
+
 _DATA_TOO_OLD, _DATA_TOO_OLD_SHAPED = with_stages(
     """
     time() - max by (job, instance, target, server) (cdcwatch_kafka_newest_source_commit_timestamp_seconds{%(cdcwatch)s}) > %(kafka_data_age_seconds)s
@@ -71,29 +95,29 @@ ALERTS = (
     ),
     Alert(
         "CdcKafkaConsumerNotProgressing",
-        """
-        cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server!="", status="STALL"} == 1
-        or
-          cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, server!="", status="STOP"} == 1
-        unless on (job, instance, target, group, topic, server)
-          (
-            min_over_time(cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"}[%(abandoned)s]) == 1
-            and
-              cdcwatch_kafka_consumergroup_topic_status{%(cdcwatch)s, status="STOP"} offset %(abandoned)s == 1
-          )
-        """,
+        _NOT_PROGRESSING,
         "critical", "critical",
         "Consumer group {{ $labels.group }} is {{ $labels.status }} on {{ $labels.topic }}",
         "Group {{ $labels.group }} on the change topic {{ $labels.topic }} of {{ $labels.server }}: STALL = members "
-        "connected but no commit while lag > 0; STOP = no member and no commit. Nothing is consumed.",
+        "connected but no commit while lag > 0; STOP = no member and no commit. Nothing is consumed. A group that a "
+        "Spark query commits under for lag monitors only does not page here: that query's freshness does.",
         fires=Case("stalled", _status("STALL", "1x40"), labels=labels_of(TOPIC, 'status="STALL"'), value=1),
-        quiet=Case("ok", _status("STALL", "0x40")),
+        quiet=Case("ok", {**_status("STALL", "0x40"), **_COMMITS_UNDER_AUDIT}),
         more=(Case("stopped for an hour", _status("STOP", "1x60"), at="60m", labels=labels_of(TOPIC, 'status="STOP"'),
                    value=1),
               Case("stopped for longer than durations.abandoned: it warns instead (CdcKafkaConsumerGroupAbandoned)",
                    _status("STOP", "1x400"), at="380m"),
               Case("a group that reads no change topic (no server): it warns instead (CdcKafkaOtherGroupNotProgressing)",
-                   _status("STALL", "1x40", _OTHER))),
+                   _status("STALL", "1x40", _OTHER)),
+              Case("the group a Spark query commits under for lag monitors: the query's freshness pages instead",
+                   {**_status("STALL", "1x40"), **_COMMITS_UNDER_APPLY}, needs=frozenset({"spark"})),
+              Case("that query's driver stopped answering 10 minutes ago: still its freshness's page",
+                   {**_status("STALL", "1x40"), **{k: "1x9 stale" for k in _COMMITS_UNDER_APPLY}},
+                   needs=frozenset({"spark"})),
+              Case("a group beside the one a Spark query commits under pages", {**_status("STALL", "1x40"),
+                                                                                 **_COMMITS_UNDER_AUDIT},
+                   labels=labels_of(TOPIC, 'status="STALL"'), value=1)),
+        shaped=_NOT_PROGRESSING_SHAPED,
     ),
     Alert(
         "CdcKafkaOtherGroupNotProgressing",
