@@ -213,26 +213,30 @@ def _disconnect_late_seconds(prometheus: str) -> float:
     return 0.0 if down is None or connected is None else max(connected + interval - down, 0.0)
 
 
-def _freeze_apply_after_a_commit(stack: Any) -> float:
-    """SIGSTOP the apply job as soon as its group's committed offsets move: its offsets froze at that commit. Signalled
-    at an arbitrary moment, the last commit may lie a whole micro-batch before the signal (seconds on a loaded
-    machine), and the status window could show the frozen offset that much sooner than the scenario's floor."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
+def _stop_apply_after_a_commit(signum: int) -> Callable[[Any], float]:
+    """SIGSTOP (freeze) or SIGKILL the apply job as soon as its group's committed offsets move: its offsets stood
+    still from that commit. Signalled at an arbitrary moment, the last commit may lie a whole micro-batch before the
+    signal (seconds on a loaded machine), and the status window could show the standing offset that much sooner."""
+    def stop(stack: Any) -> float:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka.admin import AdminClient
 
-    from devstack.procs import wait_for
+        from devstack.procs import wait_for
 
-    admin = AdminClient({"bootstrap.servers": stack.broker.bootstrap, "log_level": 0})
+        admin = AdminClient({"bootstrap.servers": stack.broker.bootstrap, "log_level": 0})
 
-    def committed() -> dict[tuple[str, int], int]:
-        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(COMMIT_GROUP)])[COMMIT_GROUP]
-        return {(tp.topic, tp.partition): tp.offset for tp in listed.result(timeout=5).topic_partitions}
+        def committed() -> dict[tuple[str, int], int]:
+            listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(COMMIT_GROUP)])[COMMIT_GROUP]
+            return {(tp.topic, tp.partition): tp.offset for tp in listed.result(timeout=5).topic_partitions}
 
-    before = committed()
-    wait_for(lambda: committed() != before, 60, f"the next commit of group {COMMIT_GROUP}", interval=0.05)
-    frozen = time.time()
-    os.killpg(stack.apply.process.pid, signal.SIGSTOP)
-    return frozen
+        before = committed()
+        wait_for(lambda: committed() != before, 60, f"the next commit of group {COMMIT_GROUP}", interval=0.05)
+        stopped = time.time()
+        os.killpg(stack.apply.process.pid, signum)
+        if signum == signal.SIGKILL:
+            stack.apply.process.wait(30)
+        return stopped
+    return stop
 
 
 def _burst(stack: Any) -> None:
@@ -397,6 +401,15 @@ def check_schema_change(stack: Any) -> dict[str, Any]:
             "seconds": round(time.monotonic() - started, 1)}
 
 
+def _restart_exporter(stack: Any) -> float:
+    """Stop `cdcwatch serve` and start it again, as a rollout or a rescheduled pod does."""
+    _await_no_page(stack)
+    stack.scenario_baseline = {"injected": time.time(), "pid": float(stack.serve.process.pid)}
+    stack.serve.stop()
+    stack.serve.start()
+    return stack.scenario_baseline["injected"]
+
+
 def _fail_a_scrape(stack: Any) -> float:
     """Freeze `cdcwatch serve` (SIGSTOP) past a scrape's timeout, then let it go on: Prometheus' scrape in between
     fails (`up` 0, and every series of the exporter marked stale) and the next one succeeds."""
@@ -438,7 +451,7 @@ def _await_failed_scrape(stack: Any, timeout: float) -> None:
 
 
 def check_no_new_page(stack: Any) -> dict[str, Any]:
-    """After a fault of the exporter alone (a failed scrape), no critical alert that was not already
+    """After a fault of the exporter alone (a restart, a failed scrape), no critical alert that was not already
     active goes pending or fires, through the exporter's return and QUIET_EVALUATIONS evaluations after it. Pending
     counts: the same gap held longer would hold it past its `for` and page for a pipeline that never stopped."""
     from cdcwatch.promapi import PrometheusApi
@@ -460,8 +473,12 @@ def check_no_new_page(stack: Any) -> dict[str, Any]:
     during = {a["metric"]["alertname"] for a in api.query(f'max_over_time(ALERTS{{severity="critical"}}[{since(injected)}s])')}
     assert not during - before, f"critical alerts pending or firing after the fault: {sorted(during - before)}"
     missed = _failed_scrapes(stack, injected)
-    assert missed >= 1, "no scrape failed"
-    return {"failed_scrapes": missed, "critical_alerts_already_active": sorted(before),
+    restarted = "pid" in stack.scenario_baseline
+    if restarted:
+        assert stack.serve.process.pid != stack.scenario_baseline["pid"], "the exporter was not restarted"
+    else:
+        assert missed >= 1, "no scrape failed"
+    return {"failed_scrapes": missed, "exporter_restarted": restarted, "critical_alerts_already_active": sorted(before),
             "seconds_until_scraped_again": round(back - injected, 1)}
 
 
@@ -744,7 +761,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "target, naming the query); the group's stall does not page, as the listener says the query commits "
              "under that group for lag monitors only",
              "CdcSparkFreshnessTooOld", {"query": "demo_apply"},
-             _freeze_apply_after_a_commit, _signal_apply(signal.SIGCONT), late_seconds=_freshness_headroom,
+             _stop_apply_after_a_commit(signal.SIGSTOP), _signal_apply(signal.SIGCONT), late_seconds=_freshness_headroom,
              states=(("apply", "stalled"),),
              covered=("CdcSparkDriverAbsent", "CdcKafkaConsumerNotProgressing")),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
@@ -788,6 +805,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("schema-change", f"ALTER TABLE customers ADD COLUMN {_COLUMN} while traffic flows: the pipeline keeps "
              "applying and the target gets the new column's values",
              None, {}, _add_column, _drop_column, check=check_schema_change),
+    Scenario("exporter-restart", "stop cdcwatch serve and start it again, as a rollout does: the pipeline never "
+             "stopped, so no critical alert goes pending or fires (a topic's server is known from the first scrape, "
+             "even where a delete's tombstone is its newest message)", None, {}, _restart_exporter, lambda stack: None,
+             check=check_no_new_page),
     Scenario("scrape-failed", "freeze cdcwatch serve past a scrape's timeout, then let it go on: one scrape fails "
              "(up 0, every series of the exporter stale for a moment); no critical alert goes pending or fires",
              None, {}, _fail_a_scrape, lambda stack: None, check=check_no_new_page),

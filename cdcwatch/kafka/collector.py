@@ -365,13 +365,19 @@ class KafkaCollector:
     # --- reading ---------------------------------------------------------------------------
 
     def _newest_offsets(self, state: ClusterState) -> list[At]:
+        """The newest two messages of each partition: a delete's tombstone (no source block) follows its delete
+        event, which then holds the partition's newest commit time and its server. With the newest alone, a
+        collector started while a tombstone was newest had no server for the topic, and its series changed labels
+        once the next change came."""
         if not self.cluster.freshness:
             return []
-        return [(t, p, end - 1) for (t, p), end in state.end.items() if end > state.start.get((t, p), 0)]
+        return [(t, p, offset) for (t, p), end in state.end.items() for offset in (end - 2, end - 1)
+                if offset >= state.start.get((t, p), 0)]
 
     def _newest_commit_times(self, found: dict[At, NewestChange]) -> dict[Partition, float]:
+        """Each partition's newest source commit time, from the newest message that has one."""
         times: dict[Partition, float] = {}
-        for (topic, partition, _), change in found.items():
+        for (topic, partition, _), change in sorted(found.items()):  # per partition, the newer offset last
             if change.server and topic not in self.topic_server:
                 self.topic_server[topic] = change.server
             if change.commit_time is not None:

@@ -41,6 +41,7 @@ PER_PARTITION = 6
 SPACING_S = 60
 T0_MS = int(time.time() * 1000) - 3_600_000  # the first message was written an hour ago
 STATUS_CODES = ("OK", "WARN", "STALL", "STOP", "REWIND")
+TOMBSTONED = f"{SERVER}.public.tombstoned"  # a delete event, then its tombstone
 RETAINED = f"{SERVER}.public.retained"    # CreateTime, 2 partitions, a segment per message
 RETENTION_S = 2 * 3600
 RETENTION_BYTES = 1 << 30
@@ -271,6 +272,22 @@ def test_group_and_topic_filters_and_topic_servers(kafka, topics, serve_factory)
     assert CREATED in topics_seen and APPENDED not in topics_seen
     assert value(values, "cdcwatch_kafka_consumergroup_topic_lag_messages", target="filtered", group="apply-job",
                  topic=CREATED, server="renamed") == 2 * PER_PARTITION - 2
+
+
+def test_a_tombstone_newest_still_gives_the_topics_server_and_newest_commit_time(kafka, serve_factory) -> None:
+    """A delete's tombstone (no value, no source) is the newest message: its delete event, just before it, names the
+    server and holds the newest commit time, from the first scrape of a collector that never saw the topic."""
+    kafka.create_topic(TOMBSTONED, 1, **{"retention.ms": "-1"})
+    producer = Producer(client(kafka))
+    deleted = json.loads(event(0, 1, T0_MS))
+    deleted.update(op="d", before=deleted.pop("after"), after=None)
+    producer.produce(TOMBSTONED, key=json.dumps({"id": 1}), value=json.dumps(deleted), timestamp=T0_MS)
+    producer.produce(TOMBSTONED, key=json.dumps({"id": 1}), value=None, timestamp=T0_MS)
+    assert producer.flush(10) == 0
+    values = serve_factory(kafka_config(kafka, "tombstoned", topics={"allow": [TOMBSTONED]})).scrape()
+    assert value(values, "cdcwatch_kafka_topic_partitions", target="tombstoned", topic=TOMBSTONED, server=SERVER) == 1
+    assert value(values, "cdcwatch_kafka_newest_source_commit_timestamp_seconds", target="tombstoned", topic=TOMBSTONED,
+                 partition="0", server=SERVER) == deleted["source"]["ts_ms"] / 1000
 
 
 def test_topic_granularity_and_the_partition_cap(kafka, topics, serve_factory) -> None:
