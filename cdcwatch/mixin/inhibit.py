@@ -25,6 +25,8 @@ class Inhibition:
     equal: tuple[str, ...]
     source_labels: tuple[tuple[str, str, str], ...] = ()
     """Further source matchers, as (label, operator, value): which of the source alerts' series inhibit."""
+    target_labels: tuple[tuple[str, str, str], ...] = ()
+    """Further target matchers, as (label, operator, value): which of the target alerts' series are inhibited."""
 
 
 def _carrying(labels: tuple[str, ...], prefix: str = "Cdc", but: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -65,6 +67,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
     Inhibition("a Kafka Connect sink connector or task is FAILED, PAUSED or UNASSIGNED, or the sink vanished: the alerts of "
                "the target it applies its server's changes to (through the catch-up after it)", _CONNECT_DOWN,
                _SINK_DOWNSTREAM, ("server",), (("type", "=", "sink"),)),
+    Inhibition("a Kafka Connect sink connector or task is FAILED, PAUSED or UNASSIGNED, or the sink vanished: its "
+               "pipeline's stall at apply, where the sink applies (through the catch-up after it)", _CONNECT_DOWN,
+               ("CdcPipelineStalled",), ("server",), (("type", "=", "sink"),), (("stage", "=", "apply"),)),
     Inhibition("a source database is unreachable: cdcwatch's failure to collect from it",
                _SOURCE_DOWN, ("CdcwatchTargetDown",), ("job", "instance", "target")),
     Inhibition("a source database is unreachable: the Debezium, downstream, consumer and reconciliation alerts of its "
@@ -80,9 +85,13 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("job", "instance", "target", "connector", "task")),
     Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
                ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
-    Inhibition("the pipeline is stalled at a stage (the first from the source): how stale its end is, which the stall "
-               "explains", ("CdcPipelineStalled",), tuple(a for a in _DOWNSTREAM if a != "CdcPipelineStalled"),
-               ("server",)),
+    Inhibition("the pipeline is stalled at a stage before apply (the first from the source): how stale its end is, "
+               "which the stall explains", ("CdcPipelineStalled",), tuple(a for a in _DOWNSTREAM if a != "CdcPipelineStalled"),
+               ("server",), (("stage", "!=", "apply"),)),
+    Inhibition("the pipeline's target is stale: its stall at apply, the same outage seen from the stages (a killed, "
+               "frozen or hung apply job or sink; the stale target's alert names it, and pages first)",
+               ("CdcSparkFreshnessTooOld", "CdcCanaryStale"), ("CdcPipelineStalled",), ("server",),
+               target_labels=(("stage", "=", "apply"),)),
     Inhibition("the pipeline's target is stale: its consumer group's stall, the same outage seen from Kafka (a frozen "
                "or hung apply job or sink)", ("CdcSparkFreshnessTooOld", "CdcCanaryStale"),
                ("CdcKafkaConsumerNotProgressing",), ("server",)),
@@ -135,7 +144,7 @@ def deployed_inhibitions(config: MixinConfig) -> tuple[Inhibition, ...]:
 def inhibit_rules(config: MixinConfig | None = None) -> list[dict[str, object]]:
     config = config or MixinConfig()
     return [{"source_matchers": [_names(i.sources), *(f'{label}{op}"{value}"' for label, op, value in i.source_labels)],
-             "target_matchers": [_names(i.targets)],
+             "target_matchers": [_names(i.targets), *(f'{label}{op}"{value}"' for label, op, value in i.target_labels)],
              **({"equal": list(i.equal)} if i.equal else {})} for i in deployed_inhibitions(config)]
 
 

@@ -56,7 +56,7 @@ def test_the_shipped_inhibitions_only_silence_alerts_of_equal_or_lower_severity(
     assert rules
     for rule in rules:
         sources = set.union(*(_alertnames(m, set(severity)) for m in rule["source_matchers"] if m.startswith("alertname")))
-        targets = set.union(*(_alertnames(m, set(severity)) for m in rule["target_matchers"]))
+        targets = set.union(*(_alertnames(m, set(severity)) for m in rule["target_matchers"] if m.startswith("alertname")))
         assert sources and targets, rule
         louder = {t: severity[t] for t in targets if rank[severity[t]] > min(rank[severity[s]] for s in sources)}
         assert not louder, (sorted(sources), louder)
@@ -130,29 +130,34 @@ def _meets(labels: dict[str, str], matchers: tuple[tuple[str, str, str], ...]) -
     return all((labels.get(label, "") == value) == (op == "=") for label, op, value in matchers)
 
 
+def _inhibits(rule: Inhibition, source: dict[str, str], target: dict[str, str]) -> bool:
+    """Whether `rule` lets the firing alert `source` (its labels) inhibit the firing alert `target`."""
+    return (source["alertname"] in rule.sources and target["alertname"] in rule.targets
+            and _meets(source, rule.source_labels) and _meets(target, rule.target_labels)
+            and all(source.get(label, "") == target.get(label, "") for label in rule.equal))
+
+
 def _cases(inhibition: Inhibition) -> dict[str, tuple[dict[str, str], bool]]:
-    """label `case` → (labels, inhibited?): per target, the source and the target as they fire together,
-    the target inhibited; per `equal` label, the pair with that label of the target changed, not inhibited; and
-    per further source matcher, the pair with the source's label not matching it, not inhibited."""
+    """label `case` → (labels, inhibited?): per target, the source and the target as they fire together, the target
+    inhibited by this rule; then the pair with one `equal` label of the target changed, and the pair with one further
+    source or target matcher unmet, neither inhibited by this rule. Another rule may still inhibit either of a pair (a
+    dead worker: its series by target, its pipelines by server; a stale target and its stall at apply)."""
     matched = {label: value for label, op, value in inhibition.source_labels if op == "="}
+    target_matched = {label: value for label, op, value in inhibition.target_labels if op == "="}
     cases = {}
     for name in inhibition.targets:
-        # a pair differing in one `equal` label: not inhibited by this rule, only by another of the same source
-        # that does not compare that label (a dead worker: its series by target, its pipelines by server)
-        variants = [(name, {}, {}, True)] + [(f"{name} other {k}", {k: f"not {name}"}, {}, any(
-            inhibition.sources[0] in other.sources and name in other.targets and k not in other.equal
-            and _meets(_firing(inhibition.sources[0], ""), other.source_labels)
-            for other in INHIBITIONS if other != inhibition)) for k in inhibition.equal]
-        for label, op, value in inhibition.source_labels:  # inhibited only by another rule the source meets
-            unmet = {label: value if op == "!=" else f"not {value}"}
-            source = _firing(inhibition.sources[0], "", **{**matched, **unmet})
-            variants.append((f"{name} source {label} {op} {value} unmet", {}, unmet, any(
-                inhibition.sources[0] in other.sources and name in other.targets and _meets(source, other.source_labels)
-                for other in INHIBITIONS if other != inhibition)))
-        for case, changed, source_changed, inhibited in variants:
+        variants = [(name, {}, {})] + [(f"{name} other {k}", {k: f"not {name}"}, {}) for k in inhibition.equal]
+        variants += [(f"{name} source {label} {op} {value} unmet", {}, {label: value if op == "!=" else f"not {value}"})
+                     for label, op, value in inhibition.source_labels]
+        variants += [(f"{name} target {label} {op} {value} unmet", {label: value if op == "!=" else f"not {value}"}, {})
+                     for label, op, value in inhibition.target_labels]
+        for index, (case, changed, source_changed) in enumerate(variants):
             source = _firing(inhibition.sources[0], case, **{**matched, **source_changed})
-            cases[f"{case}: source"] = ({**source, "case": f"{case}: source"}, False)
-            cases[case] = (_firing(name, case, **changed), inhibited)
+            target = _firing(name, case, **{**target_matched, **changed})
+            assert _inhibits(inhibition, source, target) == (index == 0), (inhibition.why, case)
+            cases[f"{case}: source"] = ({**source, "case": f"{case}: source"},
+                                        any(_inhibits(rule, target, source) for rule in INHIBITIONS))
+            cases[case] = (target, any(_inhibits(rule, source, target) for rule in INHIBITIONS))
     return cases
 
 
