@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list_scenarios:
         for scenario in SCENARIOS.values():
-            print(f"{scenario.name:<16} [--sink {scenario.sink}] {scenario.description} → "
+            print(f"{scenario.name:<16} [--sink {'|'.join(scenario.sinks)}] {scenario.description} → "
                   f"{scenario.alert or 'no page: checked'}")
         return EXIT_OK
     if args.scenario:

@@ -73,8 +73,8 @@ class Scenario:
     check: Callable[[Any], dict[str, Any]] | None = None
     """For a scenario without an alert (`alert` None): run in the demo between inject and recover, it checks what a
     user must see and returns the figures it checked (an AssertionError says what did not hold)."""
-    sink: str = "spark"
-    """The demo's shape the fault belongs to (`scripts/demo --sink`): what applies the changes to the target."""
+    sinks: tuple[str, ...] = ("spark",)
+    """The demo's shapes the fault is injected in (`scripts/demo --sink`): what applies the changes to the target."""
     more_pages: str = ""
     """Why this fault can page more than once yet (a known gap, said in the runbook's fault matrix): its pages are
     not checked. Empty: they are, on every run."""
@@ -755,7 +755,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "Debezium's beans say the connection is lost",
              "CdcPostgresSourceUnreachable", {"target": "source", "server": SERVER},
              _stop_source, lambda stack: stack.source.start(), late_seconds=_disconnect_late_seconds,
-             covered=("CdcDebeziumMetricsVanished",)),
+             covered=("CdcDebeziumMetricsVanished",), sinks=("spark", "jdbc")),
     Scenario("consumer-stall", "freeze the Spark apply job (SIGSTOP), then let it go on (SIGCONT): its listener stops "
              "answering and its consumer group stops committing while changes keep arriving; one page (the stale "
              "target, naming the query); the group's stall does not page, as the listener says the query commits "
@@ -816,29 +816,29 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("exporter-restart", "stop cdcwatch serve and start it again, as a rollout does: the pipeline never "
              "stopped, so no critical alert goes pending or fires (a topic's server is known from the first scrape, "
              "even where a delete's tombstone is its newest message)", None, {}, _restart_exporter, lambda stack: None,
-             check=check_no_new_page),
+             check=check_no_new_page, sinks=("spark", "jdbc")),
     Scenario("scrape-failed", "freeze cdcwatch serve past a scrape's timeout, then let it go on: one scrape fails "
              "(up 0, every series of the exporter stale for a moment); no critical alert goes pending or fires",
-             None, {}, _fail_a_scrape, lambda stack: None, check=check_no_new_page),
+             None, {}, _fail_a_scrape, lambda stack: None, check=check_no_new_page, sinks=("spark", "jdbc")),
     # the JDBC-sink shape (scripts/demo --sink jdbc)
     Scenario("sink-failed", "a CHECK constraint in the target rejects a row the source writes: the JDBC sink's task "
              "fails (it tolerates no write error) while the connector keeps delivering; the constraint dropped and the "
              "task restarted, the sink catches up", "CdcConnectTaskFailed", {"connector": SINK_CONNECTOR},
-             _reject_in_target, _accept_in_target, sink="jdbc"),
+             _reject_in_target, _accept_in_target, sinks=("jdbc",)),
     Scenario("sink-paused", "pause the JDBC sink through Connect REST while the source keeps writing: Kafka holds "
              "newer canaries than the target, whose canary ages, and the sink's consumer group stops committing; one "
              "page (the paused sink's, naming it), the stale canary and the group's stall behind it inhibited; resume",
-             "CdcConnectTaskNotRunning", {"connector": SINK_CONNECTOR}, _pause_sink, _resume_sink, sink="jdbc",
+             "CdcConnectTaskNotRunning", {"connector": SINK_CONNECTOR}, _pause_sink, _resume_sink, sinks=("jdbc",),
              covered=("CdcCanaryStale", "CdcKafkaConsumerNotProgressing", "CdcKafkaConsumerLagHigh")),
     Scenario("dead-letter", f"a record no converter reads in {CHANGES_TOPIC}: the sink (errors.tolerance=all) sends "
              "it to its dead letter queue and commits on, its consumer lag 0; the alert resolves once no more come",
              "CdcConnectSinkDeadLettering", {"connector": SINK_CONNECTOR}, _poison_pill, lambda stack: None,
-             sink="jdbc"),
+             sinks=("jdbc",)),
     Scenario("schema-drift", f"ALTER TABLE customers ADD COLUMN {_DRIFT_COLUMN} at the source: the sink (no schema "
              "evolution, a fixed field list) drops its values; reconciliation reports the column missing in the target "
              "and the alert fires after its settle time; the column dropped, it resolves", "CdcReconcileSchemaDrift",
              {"target": RECONCILE_PAIR}, _add_uncarried_column, _drop_uncarried_column,
-             settle_seconds=float(SCHEMA_DRIFT_SECONDS), sink="jdbc"),
+             settle_seconds=float(SCHEMA_DRIFT_SECONDS), sinks=("jdbc",)),
 )}
 
 
@@ -863,7 +863,7 @@ def fault_matrix() -> list[str]:
         if scenario.more_pages:
             pages += f"; not yet one page: {scenario.more_pages}"
         kept = ", ".join(f"`{name}`" for name in sorted({*scenario.covered, *scenario.quiet})) or "-"
-        lines.append(f"| `{scenario.name}` | {scenario.sink} | {pages} | {kept} |")
+        lines.append(f"| `{scenario.name}` | {', '.join(scenario.sinks)} | {pages} | {kept} |")
     return lines
 
 
@@ -1005,8 +1005,9 @@ def run_scenario(state_dir: str, name: str, fire_timeout: float = 180, resolve_t
     except (OSError, urllib.error.URLError):
         raise RuntimeError(f"the demo of {state.parent} is not running: start `scripts/demo` first") from None
     shape = info.get("sink", "spark")
-    if scenario.sink != shape:
-        raise RuntimeError(f"{name} breaks the demo started with --sink {scenario.sink}; this one runs --sink {shape}")
+    if shape not in scenario.sinks:
+        raise RuntimeError(f"{name} breaks the demo started with --sink {' or --sink '.join(scenario.sinks)}; this one "
+                           f"runs --sink {shape}")
     if scenario.check is not None:
         return _run_check(info, scenario, say)
     if scenario.alert is None:

@@ -95,7 +95,7 @@ def test_the_first_status_after_ready_fires_nothing(demo) -> None:
 
 
 @pytest.mark.parametrize("name", [name for name, scenario in SCENARIOS.items()
-                                  if scenario.check is None and scenario.sink == "spark"])
+                                  if scenario.check is None and "spark" in scenario.sinks])
 def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
     scenario_fires_and_resolves(demo, name)
 
@@ -166,8 +166,12 @@ def most_rows_diverged(prometheus: str, since: float) -> float:
 
 
 @pytest.mark.parametrize("name", [name for name, scenario in SCENARIOS.items()
-                                  if scenario.check is not None and scenario.sink == "spark"])
+                                  if scenario.check is not None and "spark" in scenario.sinks])
 def test_scenario_checks_hold(demo, name: str) -> None:
+    scenario_checks_hold(demo, name)
+
+
+def scenario_checks_hold(demo, name: str) -> None:
     """A scenario without an alert: what it checks in the running demo (against the database) holds."""
     workdir, _, _, _ = demo
     report_file = workdir / f"{name}.json"

@@ -1,8 +1,9 @@
 """The demo's second shape, run as a user would: `scripts/demo --sink jdbc` (PostgreSQL → Debezium → Kafka → the
 Debezium JDBC sink connector → PostgreSQL, no Spark; the target's freshness from the canary). It starts quiet, and each
 of its scenarios raises the alert a user needs (a failed sink task, a paused sink named by the stale canary, records
-sent to the dead letter queue, a column the sink does not carry) and resolves after recovery. A scenario of the Spark
-shape is refused with what to run instead."""
+sent to the dead letter queue, a column the sink does not carry, and the faults both shapes share: a source outage,
+an exporter restart, a failed scrape) and resolves after recovery. A scenario of the Spark shape alone is refused with
+what to run instead."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.integration.test_demo import (
     DEMO,
     ctrl_c_stops_everything,
     first_status_line,
+    scenario_checks_hold,
     scenario_fires_and_resolves,
     start_demo,
 )
@@ -43,9 +45,16 @@ def test_the_first_status_after_ready_fires_nothing(demo) -> None:
     assert state["sink"] == "jdbc" and state["spark_metrics"] is None
 
 
-@pytest.mark.parametrize("name", [name for name, scenario in SCENARIOS.items() if scenario.sink == "jdbc"])
+@pytest.mark.parametrize("name", [name for name, scenario in SCENARIOS.items()
+                                  if scenario.check is None and "jdbc" in scenario.sinks])
 def test_scenario_alert_fires_and_resolves(demo, name: str) -> None:
     scenario_fires_and_resolves(demo, name)
+
+
+@pytest.mark.parametrize("name", [name for name, scenario in SCENARIOS.items()
+                                  if scenario.check is not None and "jdbc" in scenario.sinks])
+def test_scenario_checks_hold(demo, name: str) -> None:
+    scenario_checks_hold(demo, name)
 
 
 def test_a_scenario_of_the_other_shape_is_refused(demo) -> None:
