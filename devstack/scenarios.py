@@ -762,7 +762,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "under that group for lag monitors only",
              "CdcSparkFreshnessTooOld", {"query": "demo_apply"},
              _stop_apply_after_a_commit(signal.SIGSTOP), _signal_apply(signal.SIGCONT), late_seconds=_freshness_headroom,
-             states=(("apply", "stalled"),),
+             states=(("consume", "stalled"), ("apply", "stalled")),
              covered=("CdcSparkDriverAbsent", "CdcKafkaConsumerNotProgressing")),
     Scenario("spark-killed", "kill -9 the Spark apply job, then start it again: its listener's series vanish and "
              "its consumer group stops committing while changes keep arriving; one page (the stale target, naming "
@@ -770,7 +770,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "the job resumes from its checkpoint",
              "CdcSparkFreshnessTooOld", {"query": "demo_apply"},
              _stop_apply_after_a_commit(signal.SIGKILL), lambda stack: stack.apply.start(),
-             late_seconds=_freshness_headroom, states=(("apply", "stalled"),),
+             late_seconds=_freshness_headroom, states=(("consume", "stalled"), ("apply", "stalled")),
              covered=("CdcSparkDriverAbsent", "CdcKafkaConsumerNotProgressing", "CdcPipelineStalled")),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
