@@ -766,12 +766,13 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              covered=("CdcSparkDriverAbsent", "CdcKafkaConsumerNotProgressing")),
     Scenario("spark-killed", "kill -9 the Spark apply job, then start it again: its listener's series vanish and "
              "its consumer group stops committing while changes keep arriving; one page (the stale target, naming "
-             "the query, from the listener's last reading on), the stall at apply and the group's stall left to it; "
-             "the job resumes from its checkpoint",
+             "the query, from the listener's last reading on); the job stays down until the pipeline's stall at "
+             "consume fires too, inhibited by it, as the group's stall is; the job resumes from its checkpoint",
              "CdcSparkFreshnessTooOld", {"query": "demo_apply"},
              _stop_apply_after_a_commit(signal.SIGKILL), lambda stack: stack.apply.start(),
              late_seconds=_freshness_headroom, states=(("consume", "stalled"), ("apply", "stalled")),
-             covered=("CdcSparkDriverAbsent", "CdcKafkaConsumerNotProgressing", "CdcPipelineStalled")),
+             covered=("CdcSparkDriverAbsent", "CdcKafkaConsumerNotProgressing", "CdcPipelineStalled"),
+             covered_firing=("CdcPipelineStalled",)),
     Scenario("lag-spike", "a burst of writes 40 times the apply job's rate per batch: apply lag builds up, then drains",
              "CdcSparkApplyLagHigh", {"query": "demo_apply"}, _burst, lambda stack: None,
              settle_seconds=float(APPLY_LAG_THRESHOLD_SECONDS), states=(("apply", "backlogged"),),

@@ -68,8 +68,9 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                "the target it applies its server's changes to (through the catch-up after it)", _CONNECT_DOWN,
                _SINK_DOWNSTREAM, ("server",), (("type", "=", "sink"),)),
     Inhibition("a Kafka Connect sink connector or task is FAILED, PAUSED or UNASSIGNED, or the sink vanished: its "
-               "pipeline's stall at apply, where the sink applies (through the catch-up after it)", _CONNECT_DOWN,
-               ("CdcPipelineStalled",), ("server",), (("type", "=", "sink"),), (("stage", "=", "apply"),)),
+               "pipeline's stall at consume or apply, where the sink reads and applies (through the catch-up after it)",
+               _CONNECT_DOWN, ("CdcPipelineStalled",), ("server",), (("type", "=", "sink"),),
+               (("stage", "=~", "consume|apply"),)),
     Inhibition("a source database is unreachable: cdcwatch's failure to collect from it",
                _SOURCE_DOWN, ("CdcwatchTargetDown",), ("job", "instance", "target")),
     Inhibition("a source database is unreachable: the Debezium, downstream, consumer and reconciliation alerts of its "
@@ -85,13 +86,13 @@ INHIBITIONS: tuple[Inhibition, ...] = (
                ("job", "instance", "target", "connector", "task")),
     Inhibition("Debezium is disconnected or stuck: the downstream alerts of its server",
                ("CdcDebeziumConnectorDisconnected", "CdcDebeziumNoEventsWhileSourceBusy"), _DOWNSTREAM, ("server",)),
-    Inhibition("the pipeline is stalled at a stage before apply (the first from the source): how stale its end is, "
-               "which the stall explains", ("CdcPipelineStalled",), tuple(a for a in _DOWNSTREAM if a != "CdcPipelineStalled"),
-               ("server",), (("stage", "!=", "apply"),)),
-    Inhibition("the pipeline's target is stale: its stall at apply, the same outage seen from the stages (a killed, "
-               "frozen or hung apply job or sink; the stale target's alert names it, and pages first)",
-               ("CdcSparkFreshnessTooOld", "CdcCanaryStale"), ("CdcPipelineStalled",), ("server",),
-               target_labels=(("stage", "=", "apply"),)),
+    Inhibition("the pipeline is stalled at capture or publish (the first stalled stage from the source): how stale "
+               "its end is, which the stall explains", ("CdcPipelineStalled",),
+               tuple(a for a in _DOWNSTREAM if a != "CdcPipelineStalled"), ("server",), (("stage", "=~", "capture|publish"),)),
+    Inhibition("the pipeline's target is stale: its stall at consume or apply, the same outage seen from the stages (a "
+               "killed, frozen or hung apply job or sink, whose group stops committing; the stale target's alert names "
+               "it, and pages first)", ("CdcSparkFreshnessTooOld", "CdcCanaryStale"), ("CdcPipelineStalled",), ("server",),
+               target_labels=(("stage", "=~", "consume|apply"),)),
     Inhibition("the pipeline's target is stale: its consumer group's stall, the same outage seen from Kafka (a frozen "
                "or hung apply job or sink)", ("CdcSparkFreshnessTooOld", "CdcCanaryStale"),
                ("CdcKafkaConsumerNotProgressing",), ("server",)),

@@ -127,7 +127,22 @@ def _firing(name: str, case: str, **changed: str) -> dict[str, str]:
 
 
 def _meets(labels: dict[str, str], matchers: tuple[tuple[str, str, str], ...]) -> bool:
-    return all((labels.get(label, "") == value) == (op == "=") for label, op, value in matchers)
+    """Whether `labels` meet every matcher (`=`, `!=`, `=~`, `!~`; a regular expression anchored, as Alertmanager's)."""
+    def meets(label: str, op: str, value: str) -> bool:
+        found = labels.get(label, "")
+        equal = re.fullmatch(value, found) is not None if op.endswith("~") else found == value
+        return equal == op.startswith("=")
+    return all(meets(*matcher) for matcher in matchers)
+
+
+def _meeting(matchers: tuple[tuple[str, str, str], ...]) -> dict[str, str]:
+    """Label values that meet the positive matchers (a regular expression's first alternative)."""
+    return {label: value.split("|")[0] for label, op, value in matchers if op.startswith("=")}
+
+
+def _unmet(op: str, value: str) -> str:
+    """A label value that fails the matcher."""
+    return value.split("|")[0] if op.startswith("!") else f"not {value}"
 
 
 def _inhibits(rule: Inhibition, source: dict[str, str], target: dict[str, str]) -> bool:
@@ -142,14 +157,13 @@ def _cases(inhibition: Inhibition) -> dict[str, tuple[dict[str, str], bool]]:
     inhibited by this rule; then the pair with one `equal` label of the target changed, and the pair with one further
     source or target matcher unmet, neither inhibited by this rule. Another rule may still inhibit either of a pair (a
     dead worker: its series by target, its pipelines by server; a stale target and its stall at apply)."""
-    matched = {label: value for label, op, value in inhibition.source_labels if op == "="}
-    target_matched = {label: value for label, op, value in inhibition.target_labels if op == "="}
+    matched, target_matched = _meeting(inhibition.source_labels), _meeting(inhibition.target_labels)
     cases = {}
     for name in inhibition.targets:
         variants = [(name, {}, {})] + [(f"{name} other {k}", {k: f"not {name}"}, {}) for k in inhibition.equal]
-        variants += [(f"{name} source {label} {op} {value} unmet", {}, {label: value if op == "!=" else f"not {value}"})
+        variants += [(f"{name} source {label} {op} {value} unmet", {}, {label: _unmet(op, value)})
                      for label, op, value in inhibition.source_labels]
-        variants += [(f"{name} target {label} {op} {value} unmet", {label: value if op == "!=" else f"not {value}"}, {})
+        variants += [(f"{name} target {label} {op} {value} unmet", {label: _unmet(op, value)}, {})
                      for label, op, value in inhibition.target_labels]
         for index, (case, changed, source_changed) in enumerate(variants):
             source = _firing(inhibition.sources[0], case, **{**matched, **source_changed})
