@@ -124,6 +124,10 @@ def _names(names: tuple[str, ...]) -> str:
     return f'alertname="{names[0]}"' if len(names) == 1 else f'alertname=~"{"|".join(names)}"'
 
 
+def _matchers(labels: tuple[tuple[str, str, str], ...]) -> list[str]:
+    return [f'{label}{op}"{value}"' for label, op, value in labels]
+
+
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 
 
@@ -144,8 +148,8 @@ def deployed_inhibitions(config: MixinConfig) -> tuple[Inhibition, ...]:
 
 def inhibit_rules(config: MixinConfig | None = None) -> list[dict[str, object]]:
     config = config or MixinConfig()
-    return [{"source_matchers": [_names(i.sources), *(f'{label}{op}"{value}"' for label, op, value in i.source_labels)],
-             "target_matchers": [_names(i.targets), *(f'{label}{op}"{value}"' for label, op, value in i.target_labels)],
+    return [{"source_matchers": [_names(i.sources), *_matchers(i.source_labels)],
+             "target_matchers": [_names(i.targets), *_matchers(i.target_labels)],
              **({"equal": list(i.equal)} if i.equal else {})} for i in deployed_inhibitions(config)]
 
 
